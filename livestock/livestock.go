@@ -1,0 +1,39 @@
+// Package livestock is the Livestock module: marketplace listings for sheep, cattle, working dogs, feed and bedding.
+package livestock
+
+import (
+	"embed"
+	"io/fs"
+
+	"github.com/agritrade/api/platform/module"
+)
+
+// Name is the module's path segment and log name.
+const Name = "livestock"
+
+//go:embed openapi.yaml
+var openapiYAML []byte
+
+//go:embed migrations
+var migrationFiles embed.FS
+
+// Module is the Livestock module.
+type Module struct {
+	module.Base
+	deps module.Deps
+}
+
+// New builds the module over the platform's shared parts.
+func New(deps module.Deps) *Module {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return &Module{
+		Base: module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
+		deps: deps,
+	}
+}
+
+// Mount binds the module's routes.
+func (m *Module) Mount(r module.Routes) {}

@@ -1,0 +1,130 @@
+package apierr
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/sirupsen/logrus"
+)
+
+// BodyKey is the gin context key under which JSON binding keeps the raw request
+// body, so that validation errors can echo it.
+const BodyKey = "apierr.body"
+
+// Body is the error body of API.md.
+type Body struct {
+	Status     string          `json:"status"`
+	Code       Code            `json:"code"`
+	Message    string          `json:"message"`
+	Validation []FieldError    `json:"validation"`
+	Body       json.RawMessage `json:"body"`
+	Stack      string          `json:"stack"`
+}
+
+// RenderOptions configures the error middleware.
+type RenderOptions struct {
+	// Debug puts stacks and causes into responses; never on in production.
+	Debug bool
+	// Logger returns the logger of the request (with its request id).
+	Logger func(c *gin.Context) logrus.FieldLogger
+}
+
+// Middleware renders the last error a handler attached with c.Error, and turns
+// panics into 500s. It is the only place that writes error JSON.
+func Middleware(opts RenderOptions) gin.HandlerFunc {
+	if opts.Logger == nil {
+		opts.Logger = func(*gin.Context) logrus.FieldLogger { return logrus.StandardLogger() }
+	}
+	return func(c *gin.Context) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as http does
+					panic(r)
+				}
+				stack := string(debug.Stack())
+				opts.Logger(c).WithField("panic", fmt.Sprint(r)).WithField("stack", stack).Error("panic while handling request")
+				write(c, opts, Internal(fmt.Errorf("panic: %v", r)), stack)
+			}
+		}()
+		c.Next()
+		if len(c.Errors) == 0 {
+			return
+		}
+		write(c, opts, c.Errors.Last().Err, "")
+	}
+}
+
+// Render attaches err to the request so that the middleware renders it, and
+// stops the handler chain.
+func Render(c *gin.Context, err error) {
+	_ = c.Error(err) //nolint:errcheck // gin returns the same error wrapped
+	c.Abort()
+}
+
+func write(c *gin.Context, opts RenderOptions, err error, stack string) {
+	e, ok := As(err)
+	if !ok {
+		e = Internal(err)
+	}
+	log := opts.Logger(c).WithField("code", e.Code).WithField("status", e.Status())
+	if e.Status() >= http.StatusInternalServerError {
+		log.WithError(err).Error(e.Message)
+	} else {
+		log.WithError(err).Debug(e.Message)
+	}
+	if c.Writer.Written() {
+		// A streamed response already started; all that is left is to stop it.
+		return
+	}
+	body := Body{Status: "error", Code: e.Code, Message: e.Message, Validation: e.Validation}
+	if body.Validation == nil {
+		body.Validation = []FieldError{}
+	}
+	if e.Code == CodeValidation {
+		body.Body = echoedBody(c)
+	}
+	if opts.Debug {
+		if stack == "" && e.Cause != nil {
+			stack = fmt.Sprintf("%+v", e.Cause)
+		}
+		body.Stack = stack
+	}
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	c.Header("Cache-Control", "no-store")
+	c.AbortWithStatusJSON(e.Status(), body)
+}
+
+// echoedBody returns the JSON request body as an object: arrays are wrapped as
+// {"items": [...]} so that the field is always an object.
+func echoedBody(c *gin.Context) json.RawMessage {
+	raw, ok := c.Get(BodyKey)
+	if !ok {
+		return nil
+	}
+	b, _ := raw.([]byte)
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	for _, ch := range b {
+		switch ch {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return b
+		case '[':
+			wrapped, err := json.Marshal(map[string]json.RawMessage{"items": b})
+			if err != nil {
+				return nil
+			}
+			return wrapped
+		}
+		break
+	}
+	return nil
+}

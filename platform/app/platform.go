@@ -1,0 +1,147 @@
+// Package app composes the platform and the modules into one server: it opens
+// the shared parts (database, loggers, auth, bus, settings), migrates, mounts
+// the platform routes and every module's routes, and runs it all until shutdown.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/logging"
+	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/platform/settings"
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+)
+
+// PlatformName names the platform's logger and migration set.
+const PlatformName = "platform"
+
+// Platform holds the shared parts every module receives.
+type Platform struct {
+	Config   *config.Config
+	DB       *bun.DB
+	Logs     *logging.Registry
+	Log      *logging.Module
+	Auth     *auth.Service
+	Bus      bus.Bus
+	Settings *settings.Service
+	Metrics  *httpx.Metrics
+	Redis    *redis.Client
+	closers  []func() error
+}
+
+// Options tune Open.
+type Options struct {
+	// LogOutput receives every log line; stderr when nil.
+	LogOutput io.Writer
+	// DB, when set, is used instead of opening cfg.DB.DSN (tests).
+	DB *bun.DB
+}
+
+// Open connects the shared parts.
+func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error) {
+	out := o.LogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	logs, err := logging.NewRegistry(out, cfg.Log.Format, cfg.Log.Level)
+	if err != nil {
+		return nil, err
+	}
+	p := &Platform{Config: cfg, Logs: logs, Log: logs.Module(PlatformName), Metrics: httpx.NewMetrics()}
+	if err := p.applyConfiguredLogs(); err != nil {
+		return nil, err
+	}
+	if p.Auth, err = auth.New(cfg); err != nil {
+		return nil, err
+	}
+	p.DB = o.DB
+	if p.DB == nil {
+		dsn := cfg.DB.DSN
+		if dsn == "" {
+			dsn = db.SQLiteDSN(cfg.DataDir)
+		}
+		if p.DB, err = db.Open(ctx, dsn, db.Options{MaxOpenConns: cfg.DB.MaxOpenConns}); err != nil {
+			return nil, err
+		}
+		p.closers = append(p.closers, p.DB.Close)
+	}
+	if needsRedis(cfg) {
+		opts, err := redis.ParseURL(cfg.Redis.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis.url: %w", err)
+		}
+		p.Redis = redis.NewClient(opts)
+		p.closers = append(p.closers, p.Redis.Close)
+	}
+	if p.Bus, err = p.openBus(); err != nil {
+		return nil, err
+	}
+	p.closers = append(p.closers, p.Bus.Close)
+	p.Settings = settings.New(p.DB, logs, p.Bus)
+	return p, nil
+}
+
+func needsRedis(cfg *config.Config) bool {
+	return cfg.Cache.Backend == "redis" || cfg.Bus.Backend == "redis"
+}
+
+func (p *Platform) openBus() (bus.Bus, error) {
+	switch p.Config.Bus.Backend {
+	case "memory":
+		return bus.NewMemory(), nil
+	case "postgres":
+		if !db.IsPostgres(p.DB) {
+			return nil, fmt.Errorf("bus.backend postgres needs a PostgreSQL database")
+		}
+		return bus.NewPostgres(p.DB, p.Log.Component("bus")), nil
+	case "redis":
+		return bus.NewRedis(p.Redis, p.Log.Component("bus")), nil
+	default:
+		return nil, fmt.Errorf("bus.backend %q: want memory, postgres or redis", p.Config.Bus.Backend)
+	}
+}
+
+// applyConfiguredLogs sets each module's start-up level and filter from the
+// configuration; stored runtime settings override them once the database is up.
+func (p *Platform) applyConfiguredLogs() error {
+	for name, m := range p.Config.Modules {
+		if m.Log.Level == "" && m.Log.Filter == "" {
+			continue
+		}
+		l := p.Logs.Module(name)
+		s := l.Settings()
+		if m.Log.Level != "" {
+			s.Level = m.Log.Level
+		}
+		s.Filter = m.Log.Filter
+		if err := l.Apply(s); err != nil {
+			return fmt.Errorf("modules.%s.log: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Deps returns what a module's New receives.
+func (p *Platform) Deps(name string) module.Deps {
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus}
+}
+
+// Close releases everything Open opened, last first.
+func (p *Platform) Close() error {
+	var first error
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		if err := p.closers[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,238 @@
+package app
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/module"
+	"github.com/gin-gonic/gin"
+)
+
+// Version is the platform's own version, shown on the platform routes.
+const Version = "1.0.0"
+
+//go:embed openapi.yaml
+var platformOpenAPI []byte
+
+//go:embed docs
+var docsFS embed.FS
+
+// Checker reports whether a dependency answers, for /readyz.
+type Checker struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Server is the composed HTTP application.
+type Server struct {
+	P        *Platform
+	Modules  []module.Module
+	Engine   *gin.Engine
+	Build    string
+	checkers []Checker
+	openapi  []byte
+	modDocs  map[string][]byte
+}
+
+// NewServer mounts the platform routes and every module's routes.
+func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error) {
+	s := &Server{P: p, Modules: mods, Build: build, modDocs: map[string][]byte{}}
+	s.Engine = httpx.NewEngine(httpx.Options{
+		Debug:        p.Config.Debug,
+		MaxBodyBytes: p.Config.HTTP.MaxBodyKB * 1024,
+		Log:          p.Log,
+		Version:      PlatformName + "/" + Version,
+		Metrics:      p.Metrics,
+		CORSOrigins:  p.Config.HTTP.CORSOrigins,
+	})
+	s.Engine.Use(p.Auth.Middleware())
+	s.checkers = append(s.checkers, Checker{Name: "database", Check: func(ctx context.Context) error { return p.DB.PingContext(ctx) }})
+	if err := s.mountDocs(); err != nil {
+		return nil, err
+	}
+	s.mountPlatform()
+	for _, m := range mods {
+		if err := s.mountModule(m); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// AddChecker adds a dependency to the readiness check.
+func (s *Server) AddChecker(c Checker) { s.checkers = append(s.checkers, c) }
+
+func (s *Server) mountModule(m module.Module) error {
+	major := "v" + strings.SplitN(m.Version(), ".", 2)[0]
+	log := s.P.Logs.Module(m.Name())
+	g := s.Engine.Group("/"+m.Name()+"/"+major, httpx.Scope(log, m.Version()))
+	doc, err := moduleDocJSON(m)
+	if err != nil {
+		return err
+	}
+	s.modDocs[m.Name()] = doc
+	g.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", doc) })
+	s.P.Settings.Mount(g, m.Name())
+	m.Mount(module.Routes{API: g, Root: s.Engine})
+	return nil
+}
+
+func (s *Server) mountPlatform() {
+	e := s.Engine
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/readyz", s.ready)
+	e.GET("/versions", func(c *gin.Context) {
+		v := gin.H{"build": s.Build}
+		for _, m := range s.Modules {
+			v[m.Name()] = m.Version()
+		}
+		c.JSON(http.StatusOK, v)
+	})
+	e.GET("/metrics", auth.RequireRole(auth.RoleAdmin), s.P.Metrics.Handler())
+	e.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", s.openapi) })
+}
+
+func (s *Server) ready(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	status := gin.H{}
+	var failed []string
+	for _, ch := range s.checkers {
+		if err := ch.Check(ctx); err != nil {
+			httpx.Logger(c).WithError(err).WithField("dependency", ch.Name).Warn("readiness check failed")
+			status[ch.Name] = "down"
+			failed = append(failed, ch.Name)
+			continue
+		}
+		status[ch.Name] = "ok"
+	}
+	if len(failed) > 0 {
+		apierr.Render(c, &apierr.Error{Code: apierr.CodeUnavailable, Message: strings.Join(failed, ", ") + " not ready", RetryAfter: 5})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": status})
+}
+
+func (s *Server) mountDocs() error {
+	merged, err := mergeOpenAPI(platformOpenAPI, s.Modules, s.Build)
+	if err != nil {
+		return err
+	}
+	s.openapi = merged
+	sub, err := fs.Sub(docsFS, "docs")
+	if err != nil {
+		return err
+	}
+	index, err := fs.ReadFile(sub, "index.html")
+	if err != nil {
+		return err
+	}
+	serveIndex := func(c *gin.Context) { c.Data(http.StatusOK, "text/html; charset=utf-8", index) }
+	s.Engine.GET("/docs", serveIndex)
+	s.Engine.GET("/docs/*asset", func(c *gin.Context) {
+		name := strings.TrimPrefix(c.Param("asset"), "/")
+		if name == "" || name == "index.html" {
+			serveIndex(c)
+			return
+		}
+		c.FileFromFS(name, http.FS(sub))
+	})
+	return nil
+}
+
+// Start migrates nothing: it loads stored settings, seeds every module and
+// starts background work (bus, settings resync, module runners). Background
+// errors are logged; cancel ctx to stop them, then Wait.
+func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
+	if err := s.P.Settings.Load(ctx); err != nil {
+		return err
+	}
+	for _, m := range s.Modules {
+		if sd, ok := m.(module.Seeder); ok {
+			if err := sd.Seed(ctx); err != nil {
+				return fmt.Errorf("seed %s: %w", m.Name(), err)
+			}
+		}
+	}
+	s.goRun(ctx, wg, "bus", s.P.Bus.Run)
+	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
+	for _, m := range s.Modules {
+		if r, ok := m.(module.Runner); ok {
+			s.goRun(ctx, wg, m.Name(), r.Run)
+		}
+	}
+	return nil
+}
+
+// goRun runs fn until ctx ends, restarting it after an error with a pause, so a
+// dropped connection does not end background work for good.
+func (s *Server) goRun(ctx context.Context, wg *sync.WaitGroup, name string, fn func(context.Context) error) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			err := fn(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.P.Log.Component("runner").WithError(err).WithField("runner", name).Warn("background work stopped; restarting")
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+}
+
+// Serve listens on addr until ctx ends, then shuts down gracefully: it stops
+// accepting, lets in-flight requests finish within the timeout, and returns.
+// ready, when set, receives the bound address once the listener is up.
+func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s.Engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	timeout := s.P.Config.HTTP.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

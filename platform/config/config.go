@@ -1,0 +1,325 @@
+// Package config loads the one typed configuration of the binary with viper:
+// built-in defaults, then an optional agritrade.yaml, then AGRITRADE_* variables.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// Config is the whole configuration; every key of ARCHITECTURE.md has a field.
+type Config struct {
+	HTTP      HTTP      `mapstructure:"http"`
+	BaseURL   string    `mapstructure:"base_url"`
+	DataDir   string    `mapstructure:"data_dir"`
+	DB        DB        `mapstructure:"db"`
+	Auth      Auth      `mapstructure:"auth"`
+	Files     Files     `mapstructure:"files"`
+	Cache     Cache     `mapstructure:"cache"`
+	Redis     Redis     `mapstructure:"redis"`
+	Bus       Bus       `mapstructure:"bus"`
+	Log       Log       `mapstructure:"log"`
+	Modules   Modules   `mapstructure:"modules"`
+	Notify    Notify    `mapstructure:"notify"`
+	Shortlink Shortlink `mapstructure:"shortlinks"`
+	Locations Locations `mapstructure:"locations"`
+	RateLimit RateLimit `mapstructure:"ratelimit"`
+	Debug     bool      `mapstructure:"debug"`
+}
+
+// HTTP configures the listener and request limits.
+type HTTP struct {
+	Addr            string        `mapstructure:"addr"`
+	MaxBodyKB       int64         `mapstructure:"max_body_kb"`
+	MaxListItems    int           `mapstructure:"max_list_items"`
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	CORSOrigins     []string      `mapstructure:"cors_origins"`
+}
+
+// DB selects the database: a postgres:// DSN, or SQLite (empty or sqlite: DSN).
+type DB struct {
+	DSN          string `mapstructure:"dsn"`
+	MaxOpenConns int    `mapstructure:"max_open_conns"`
+}
+
+// Auth selects HS256 with a shared secret or OIDC through a JWKS URL.
+type Auth struct {
+	Secret   string        `mapstructure:"secret"`
+	JWKSURL  string        `mapstructure:"jwks_url"`
+	Issuer   string        `mapstructure:"issuer"`
+	Audience string        `mapstructure:"audience"`
+	Claims   ClaimNames    `mapstructure:"claims"`
+	Leeway   time.Duration `mapstructure:"leeway"`
+}
+
+// ClaimNames maps the principal's fields to token claims (OIDC providers differ).
+type ClaimNames struct {
+	Name    string `mapstructure:"name"`
+	Org     string `mapstructure:"org"`
+	OrgName string `mapstructure:"org_name"`
+	Orgs    string `mapstructure:"orgs"`
+	Roles   string `mapstructure:"roles"`
+}
+
+// Files configures file storage.
+type Files struct {
+	Backend     string        `mapstructure:"backend"`
+	MaxUploadMB int64         `mapstructure:"max_upload_mb"`
+	URLTTL      time.Duration `mapstructure:"url_ttl"`
+	S3          S3            `mapstructure:"s3"`
+}
+
+// S3 configures an S3-compatible object store.
+type S3 struct {
+	Endpoint  string `mapstructure:"endpoint"`
+	Bucket    string `mapstructure:"bucket"`
+	AccessKey string `mapstructure:"access_key"`
+	SecretKey string `mapstructure:"secret_key"`
+	UseSSL    bool   `mapstructure:"use_ssl"`
+	Region    string `mapstructure:"region"`
+}
+
+// Cache selects the cache backend.
+type Cache struct {
+	Backend string        `mapstructure:"backend"`
+	TTL     time.Duration `mapstructure:"ttl"`
+}
+
+// Redis locates the Redis server used by the redis backends.
+type Redis struct {
+	URL string `mapstructure:"url"`
+}
+
+// Bus selects the replica-to-replica broadcast.
+type Bus struct {
+	Backend string `mapstructure:"backend"`
+}
+
+// Log configures the loggers.
+type Log struct {
+	Format string `mapstructure:"format"`
+	Level  string `mapstructure:"level"`
+}
+
+// ModuleLog is the start-up log setting of one module (runtime changes persist in the database).
+type ModuleLog struct {
+	Level  string `mapstructure:"level"`
+	Filter string `mapstructure:"filter"`
+}
+
+// ModuleSettings holds one module's settings.
+type ModuleSettings struct {
+	Log ModuleLog `mapstructure:"log"`
+}
+
+// Modules holds every module's settings by name.
+type Modules map[string]ModuleSettings
+
+// Notify configures the notification channels of the outbox.
+type Notify struct {
+	Webhook Webhook `mapstructure:"webhook"`
+	SMTP    SMTP    `mapstructure:"smtp"`
+}
+
+// Webhook is a signed HTTP notification channel.
+type Webhook struct {
+	URL    string `mapstructure:"url"`
+	Secret string `mapstructure:"secret"`
+}
+
+// SMTP is the e-mail notification channel.
+type SMTP struct {
+	Host     string `mapstructure:"host"`
+	Port     int    `mapstructure:"port"`
+	Username string `mapstructure:"username"`
+	Password string `mapstructure:"password"`
+	From     string `mapstructure:"from"`
+	To       string `mapstructure:"to"`
+}
+
+// Shortlink configures the short-link templates and the target allow-list.
+type Shortlink struct {
+	Templates    []LinkTemplate `mapstructure:"templates"`
+	AllowedHosts []string       `mapstructure:"allowed_hosts"`
+}
+
+// LinkTemplate is a named short-link template.
+type LinkTemplate struct {
+	Name        string `mapstructure:"name"`
+	BaseURL     string `mapstructure:"base_url"`
+	UTMSource   string `mapstructure:"utm_source"`
+	UTMMedium   string `mapstructure:"utm_medium"`
+	UTMCampaign string `mapstructure:"utm_campaign"`
+}
+
+// Locations selects the location provider.
+type Locations struct {
+	Provider string `mapstructure:"provider"`
+}
+
+// RateLimit configures per-client-IP limits of public routes.
+type RateLimit struct {
+	PerMinute int `mapstructure:"per_minute"`
+	Burst     int `mapstructure:"burst"`
+}
+
+// Load reads the configuration. file may be empty: then ./agritrade.yaml is used
+// when it exists.
+func Load(file string) (*Config, error) {
+	v := viper.New()
+	SetDefaults(v)
+	v.SetEnvPrefix("AGRITRADE")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if file != "" {
+		v.SetConfigFile(file)
+	} else {
+		v.SetConfigName("agritrade")
+		v.SetConfigType("yaml")
+		v.AddConfigPath(".")
+	}
+	if err := v.ReadInConfig(); err != nil {
+		var notFound viper.ConfigFileNotFoundError
+		if file != "" || !errors.As(err, &notFound) {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+	}
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	c.HTTP.CORSOrigins = splitList(c.HTTP.CORSOrigins)
+	c.Shortlink.AllowedHosts = splitList(c.Shortlink.AllowedHosts)
+	if err := c.finish(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Default returns the configuration with nothing but defaults, for tests and tools.
+func Default() *Config {
+	v := viper.New()
+	SetDefaults(v)
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		panic(err) // defaults are compiled in: failing here is a programming error
+	}
+	if err := c.finish(); err != nil {
+		panic(err)
+	}
+	return &c
+}
+
+// SetDefaults registers every key with its default so that environment variables
+// reach keys that no file mentions.
+func SetDefaults(v *viper.Viper) {
+	v.SetDefault("http.addr", ":8080")
+	v.SetDefault("http.max_body_kb", 1024)
+	v.SetDefault("http.max_list_items", 1000)
+	v.SetDefault("http.shutdown_timeout", 20*time.Second)
+	v.SetDefault("http.cors_origins", []string{})
+	v.SetDefault("base_url", "")
+	v.SetDefault("data_dir", "./data")
+	v.SetDefault("db.dsn", "")
+	v.SetDefault("db.max_open_conns", 20)
+	v.SetDefault("auth.secret", "")
+	v.SetDefault("auth.jwks_url", "")
+	v.SetDefault("auth.issuer", "")
+	v.SetDefault("auth.audience", "")
+	v.SetDefault("auth.claims.name", "name")
+	v.SetDefault("auth.claims.org", "org")
+	v.SetDefault("auth.claims.org_name", "orgName")
+	v.SetDefault("auth.claims.orgs", "orgs")
+	v.SetDefault("auth.claims.roles", "roles")
+	v.SetDefault("auth.leeway", 30*time.Second)
+	v.SetDefault("files.backend", "local")
+	v.SetDefault("files.max_upload_mb", 100)
+	v.SetDefault("files.url_ttl", time.Hour)
+	v.SetDefault("files.s3.endpoint", "")
+	v.SetDefault("files.s3.bucket", "agritrade")
+	v.SetDefault("files.s3.access_key", "")
+	v.SetDefault("files.s3.secret_key", "")
+	v.SetDefault("files.s3.use_ssl", false)
+	v.SetDefault("files.s3.region", "us-east-1")
+	v.SetDefault("cache.backend", "memory")
+	v.SetDefault("cache.ttl", 10*time.Minute)
+	v.SetDefault("redis.url", "redis://127.0.0.1:6379/0")
+	v.SetDefault("bus.backend", "")
+	v.SetDefault("log.format", "text")
+	v.SetDefault("log.level", "info")
+	for _, m := range []string{"system", "logistics", "livestock"} {
+		v.SetDefault("modules."+m+".log.level", "")
+		v.SetDefault("modules."+m+".log.filter", "")
+	}
+	v.SetDefault("notify.webhook.url", "")
+	v.SetDefault("notify.webhook.secret", "")
+	v.SetDefault("notify.smtp.host", "")
+	v.SetDefault("notify.smtp.port", 25)
+	v.SetDefault("notify.smtp.username", "")
+	v.SetDefault("notify.smtp.password", "")
+	v.SetDefault("notify.smtp.from", "")
+	v.SetDefault("notify.smtp.to", "")
+	v.SetDefault("shortlinks.templates", []map[string]any{})
+	v.SetDefault("shortlinks.allowed_hosts", []string{})
+	v.SetDefault("locations.provider", "gazetteer")
+	v.SetDefault("ratelimit.per_minute", 120)
+	v.SetDefault("ratelimit.burst", 30)
+	v.SetDefault("debug", false)
+}
+
+func (c *Config) finish() error {
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	c.DataDir = filepath.Clean(c.DataDir)
+	if c.BaseURL == "" {
+		c.BaseURL = "http://localhost" + portOf(c.HTTP.Addr)
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.Bus.Backend == "" {
+		c.Bus.Backend = "memory"
+		if c.IsPostgres() {
+			c.Bus.Backend = "postgres"
+		}
+	}
+	if c.Modules == nil {
+		c.Modules = Modules{}
+	}
+	return nil
+}
+
+// IsPostgres tells whether the configured database is PostgreSQL.
+func (c *Config) IsPostgres() bool {
+	return strings.HasPrefix(c.DB.DSN, "postgres://") || strings.HasPrefix(c.DB.DSN, "postgresql://")
+}
+
+// ModuleLog returns the configured start-up log setting of a module.
+func (c *Config) ModuleLog(name string) ModuleLog {
+	return c.Modules[name].Log
+}
+
+func portOf(addr string) string {
+	if i := strings.LastIndex(addr, ":"); i >= 0 {
+		return addr[i:]
+	}
+	return ":8080"
+}
+
+// splitList turns a single comma-separated value (as environment variables
+// give lists) into its elements.
+func splitList(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		for _, part := range strings.Split(s, ",") {
+			if p := strings.TrimSpace(part); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

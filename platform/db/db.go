@@ -1,0 +1,134 @@
+// Package db opens the database (PostgreSQL through pgdialect, or embedded SQLite
+// through sqlitedialect and the pure-Go modernc driver) and runs every module's
+// migrations, each module with its own migrations table.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// Options tune the connection pool.
+type Options struct {
+	MaxOpenConns int
+}
+
+// IsPostgresDSN tells whether dsn names a PostgreSQL server.
+func IsPostgresDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// SQLiteDSN returns the DSN of the embedded database file in dataDir.
+func SQLiteDSN(dataDir string) string {
+	return "sqlite://" + filepath.Join(dataDir, "agritrade.db")
+}
+
+// Open connects to dsn: postgres:// or postgresql:// for PostgreSQL, sqlite://PATH
+// (or a bare file path) for SQLite. It pings before returning.
+func Open(ctx context.Context, dsn string, o Options) (*bun.DB, error) {
+	if o.MaxOpenConns <= 0 {
+		o.MaxOpenConns = 20
+	}
+	var (
+		db  *bun.DB
+		err error
+	)
+	if IsPostgresDSN(dsn) {
+		db = openPostgres(dsn, o)
+	} else {
+		db, err = openSQLite(dsn)
+		if err != nil {
+			return nil, err
+		}
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return db, nil
+}
+
+func openPostgres(dsn string, o Options) *bun.DB {
+	connector := pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithTimeout(10*time.Second))
+	sqldb := sql.OpenDB(connector)
+	sqldb.SetMaxOpenConns(o.MaxOpenConns)
+	sqldb.SetMaxIdleConns(o.MaxOpenConns)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	return bun.NewDB(sqldb, pgdialect.New())
+}
+
+// openSQLite opens the file in WAL mode with a busy timeout, so readers never
+// block the writer and concurrent writers wait instead of failing.
+func openSQLite(dsn string) (*bun.DB, error) {
+	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "sqlite:")
+	if path == "" {
+		return nil, errors.New("sqlite DSN has no file path")
+	}
+	if path != ":memory:" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(ON)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	// One writer at a time is SQLite's model; a small pool serves concurrent readers.
+	sqldb.SetMaxOpenConns(8)
+	return bun.NewDB(sqldb, sqlitedialect.New()), nil
+}
+
+// IsPostgres tells whether db speaks PostgreSQL.
+func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
+
+// InTx runs fn in a transaction, rolling back when it returns an error.
+func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return db.RunInTx(ctx, nil, fn)
+}
+
+// IsUniqueViolation tells whether err is a unique-constraint violation on either dialect.
+func IsUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('C') == "23505"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "constraint failed: UNIQUE")
+}
+
+// IsUnavailable tells whether err means the database cannot be reached.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var netErr interface{ Timeout() bool }
+	if errors.As(err, &netErr) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "database is closed") || errors.Is(err, sql.ErrConnDone)
+}

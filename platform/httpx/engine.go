@@ -1,0 +1,205 @@
+// Package httpx builds the gin engine every module mounts on and holds the
+// request plumbing they share: request ids, access log, metrics, body limits,
+// JSON binding into validation errors, query and pagination parsing, and
+// streaming CSV.
+package httpx
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/logging"
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
+)
+
+// Header names the API sets on every response.
+const (
+	HeaderRequestID  = "X-Request-ID"
+	HeaderAPIVersion = "X-API-Version"
+	HeaderTotalCount = "X-Total-Count"
+)
+
+const (
+	loggerKey  = "httpx.logger"
+	moduleKey  = "httpx.module"
+	requestKey = "httpx.request_id"
+)
+
+// Options configure the engine.
+type Options struct {
+	Debug        bool
+	MaxBodyBytes int64
+	Log          *logging.Module // the platform logger, used outside modules
+	Version      string          // X-API-Version of platform routes, e.g. "platform/1.0.0"
+	Metrics      *Metrics
+	CORSOrigins  []string
+}
+
+// NewEngine returns a gin engine with the shared middleware in place.
+func NewEngine(o Options) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.ContextWithFallback = true
+	e.RemoveExtraSlash = true
+	if err := e.SetTrustedProxies(nil); err != nil {
+		panic(err) // nil is always accepted
+	}
+	e.Use(requestID(o.Log, o.Version))
+	e.Use(cors(o.CORSOrigins))
+	e.Use(accessLog(o.Metrics))
+	e.Use(apierr.Middleware(apierr.RenderOptions{Debug: o.Debug, Logger: func(c *gin.Context) logrus.FieldLogger { return Logger(c) }}))
+	e.Use(limitJSONBody(o.MaxBodyBytes))
+	e.NoRoute(func(c *gin.Context) {
+		apierr.Render(c, apierr.New(apierr.CodeNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	return e
+}
+
+var safeRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+func requestID(log *logging.Module, version string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader(HeaderRequestID)
+		if !safeRequestID.MatchString(id) {
+			id = uuid.Must(uuid.NewV7()).String()
+		}
+		c.Set(requestKey, id)
+		c.Header(HeaderRequestID, id)
+		if version != "" {
+			c.Header(HeaderAPIVersion, version)
+		}
+		if log != nil {
+			c.Set(loggerKey, log.Component("http").WithField("request_id", id))
+		}
+		c.Next()
+	}
+}
+
+// Scope marks the routes of a module: its X-API-Version header and its logger,
+// so that the module's log settings govern its requests' logs too.
+func Scope(log *logging.Module, version string) gin.HandlerFunc {
+	header := log.Name() + "/" + version
+	return func(c *gin.Context) {
+		c.Header(HeaderAPIVersion, header)
+		c.Set(moduleKey, log.Name())
+		c.Set(loggerKey, log.Component("http").WithField("request_id", RequestID(c)))
+		c.Next()
+	}
+}
+
+// RequestID returns the id of the request.
+func RequestID(c *gin.Context) string { return c.GetString(requestKey) }
+
+// Module returns the name of the module serving the request, or "platform".
+func Module(c *gin.Context) string {
+	if m := c.GetString(moduleKey); m != "" {
+		return m
+	}
+	return "platform"
+}
+
+// Logger returns the request's logger.
+func Logger(c *gin.Context) *logrus.Entry {
+	if v, ok := c.Get(loggerKey); ok {
+		if e, ok := v.(*logrus.Entry); ok {
+			return e
+		}
+	}
+	return logrus.NewEntry(logrus.StandardLogger()).WithField("request_id", RequestID(c))
+}
+
+func accessLog(m *Metrics) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		elapsed := time.Since(start)
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Writer.Status()
+		if m != nil {
+			m.observe(Module(c), c.Request.Method, route, status, elapsed)
+		}
+		entry := Logger(c).WithFields(logrus.Fields{
+			"method":   c.Request.Method,
+			"route":    route,
+			"status":   status,
+			"duration": elapsed.Round(time.Microsecond).String(),
+			"bytes":    c.Writer.Size(),
+		})
+		switch {
+		case status >= http.StatusInternalServerError:
+			entry.Warn("request")
+		case route == "/healthz" || route == "/readyz" || route == "/metrics":
+			entry.Debug("request")
+		default:
+			entry.Info("request")
+		}
+	}
+}
+
+// limitJSONBody caps JSON bodies; multipart routes set their own, larger limit.
+func limitJSONBody(max int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if max > 0 && c.Request.Body != nil && !strings.HasPrefix(c.ContentType(), "multipart/") {
+			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
+		}
+		c.Next()
+	}
+}
+
+// LimitBody replaces the body limit of a route (uploads).
+func LimitBody(c *gin.Context, max int64) {
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
+}
+
+// IsTooLarge tells whether err comes from a body over its limit.
+func IsTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+func cors(origins []string) gin.HandlerFunc {
+	allowed := map[string]bool{}
+	for _, o := range origins {
+		allowed[o] = true
+	}
+	return func(c *gin.Context) {
+		origin := c.GetHeader("Origin")
+		if origin == "" || (!allowed[origin] && !allowed["*"]) {
+			c.Next()
+			return
+		}
+		h := c.Writer.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "X-Request-ID, X-API-Version, X-Total-Count, ETag, Content-Disposition, Retry-After")
+		if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-None-Match, Range, X-Request-ID")
+			h.Set("Access-Control-Max-Age", "600")
+			c.AbortWithStatus(http.StatusNoContent)
+			return
+		}
+		c.Next()
+	}
+}
+
+// Handler is a gin handler that returns its error instead of writing it.
+type Handler func(c *gin.Context) error
+
+// H adapts a Handler: a returned error goes to the error middleware.
+func H(h Handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			apierr.Render(c, err)
+		}
+	}
+}
