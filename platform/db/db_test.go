@@ -11,13 +11,13 @@ import (
 )
 
 var migrationFiles = fstest.MapFS{
-	"0001_things.up.sql":        {Data: []byte("-- a table on both dialects\nCREATE TABLE things (\n  id TEXT PRIMARY KEY,\n  name TEXT NOT NULL UNIQUE,\n  made_at TIMESTAMPTZ NOT NULL\n);\nCREATE INDEX things_made_at ON things (made_at);\n")},
-	"0001_things.down.sql":      {Data: []byte("DROP TABLE things;\n")},
-	"0002_dialect.pg.up.sql":    {Data: []byte("CREATE TABLE only_pg (id INT);\nCREATE FUNCTION agritrade_one() RETURNS int AS $$\nBEGIN\n  RETURN 1;\nEND;\n$$ LANGUAGE plpgsql;\n")},
+	"0001_things.up.sql":         {Data: []byte("-- a table on both dialects\nCREATE TABLE things (\n  id TEXT PRIMARY KEY,\n  name TEXT NOT NULL UNIQUE,\n  made_at TIMESTAMPTZ NOT NULL\n);\nCREATE INDEX things_made_at ON things (made_at);\n")},
+	"0001_things.down.sql":       {Data: []byte("DROP TABLE things;\n")},
+	"0002_dialect.pg.up.sql":     {Data: []byte("CREATE TABLE only_pg (id INT);\nCREATE FUNCTION agritrade_one() RETURNS int AS $$\nBEGIN\n  RETURN 1;\nEND;\n$$ LANGUAGE plpgsql;\n")},
 	"0002_dialect.sqlite.up.sql": {Data: []byte("CREATE TABLE only_sqlite (id INTEGER);\n")},
-	"0002_dialect.down.sql":     {Data: []byte("SELECT 1;\n")},
-	"0003_only_pg.pg.up.sql":    {Data: []byte("CREATE INDEX things_name_lower ON things (lower(name));\n")},
-	"notes.md":                  {Data: []byte("ignored")},
+	"0002_dialect.down.sql":      {Data: []byte("SELECT 1;\n")},
+	"0003_only_pg.pg.up.sql":     {Data: []byte("CREATE INDEX things_name_lower ON things (lower(name));\n")},
+	"notes.md":                   {Data: []byte("ignored")},
 }
 
 func tableExists(t *testing.T, bdb *bun.DB, name string) bool {
