@@ -16,6 +16,7 @@ import (
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/platform/outbox"
 	"github.com/agritrade/api/platform/settings"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
@@ -35,7 +36,9 @@ type Platform struct {
 	Settings *settings.Service
 	Metrics  *httpx.Metrics
 	Redis    *redis.Client
-	closers  []func() error
+	// Outbox delivers the notifications features enqueue (outbox.Enqueue).
+	Outbox  *outbox.Dispatcher
+	closers []func() error
 }
 
 // Options tune Open.
@@ -87,6 +90,9 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 	}
 	p.closers = append(p.closers, p.Bus.Close)
 	p.Settings = settings.New(p.DB, logs, p.Bus)
+	if p.Outbox, err = outbox.New(p.DB, cfg.Notify, p.Log.Component("outbox")); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
