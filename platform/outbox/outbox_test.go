@@ -459,7 +459,9 @@ func TestMisconfiguredChannelsFailAtStart(t *testing.T) {
 		"webhook not http":       func(n *config.Notify) { n.Webhook.URL, n.Webhook.Secret = "ftp://hooks.example/x", "s" },
 		"smtp without from":      func(n *config.Notify) { n.SMTP.Host, n.SMTP.To = "mail.example", "a@example.org" },
 		"smtp without to":        func(n *config.Notify) { n.SMTP.Host, n.SMTP.From = "mail.example", "a@example.org" },
-		"smtp bad route":         func(n *config.Notify) { n.SMTP.Host, n.SMTP.From, n.SMTP.Routes = "mail.example", "a@example.org", map[string]string{"x.": "not an address"} },
+		"smtp bad route": func(n *config.Notify) {
+			n.SMTP.Host, n.SMTP.From, n.SMTP.Routes = "mail.example", "a@example.org", map[string]string{"x.": "not an address"}
+		},
 	}
 	for name, mutate := range cases {
 		n := base
