@@ -381,7 +381,9 @@ func TestListPaginationAndSorting(t *testing.T) {
 // (the outbox dispatcher polls the same database in the background).
 type queryCounter struct{ n atomic.Int64 }
 
-func (q *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (q *queryCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
 func (q *queryCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 	if strings.Contains(e.Query, "system_conversation") {
 		q.n.Add(1)
