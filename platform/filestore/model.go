@@ -226,6 +226,9 @@ func validateInput(p *auth.Principal, in PutInput) (upload, error) {
 	if f.Required("name", u.name) && f.MaxLen("name", u.name, MaxNameLen) {
 		f.Check(validName(u.name), "name", "format", "must be valid UTF-8 without control characters")
 	}
+	if in.Body == nil {
+		f.Add("file", "required", "is required", nil)
+	}
 	u.org = strings.TrimSpace(in.OrganisationID)
 	if u.org == "" {
 		u.org = p.OrgID
