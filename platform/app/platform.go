@@ -16,6 +16,7 @@ import (
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
@@ -35,7 +36,9 @@ type Platform struct {
 	Settings *settings.Service
 	Metrics  *httpx.Metrics
 	Redis    *redis.Client
-	closers  []func() error
+	// RateLimit is the per-client-IP limiter of public routes.
+	RateLimit ratelimit.Limiter
+	closers   []func() error
 }
 
 // Options tune Open.
@@ -87,6 +90,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 	}
 	p.closers = append(p.closers, p.Bus.Close)
 	p.Settings = settings.New(p.DB, logs, p.Bus)
+	p.RateLimit = ratelimit.New(cfg, p.Redis)
 	return p, nil
 }
 
@@ -132,7 +136,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, RateLimit: p.RateLimit}
 }
 
 // Close releases everything Open opened, last first.
