@@ -97,7 +97,6 @@ func Middleware(l Limiter, scope string) gin.HandlerFunc {
 		}
 		if !ok {
 			secs := RetryAfterSeconds(wait)
-			c.Header("X-RateLimit-Scope", scope)
 			apierr.Render(c, &apierr.Error{
 				Code:       apierr.CodeRateLimited,
 				Message:    "too many requests; retry after " + strconv.Itoa(secs) + " s",
