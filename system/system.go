@@ -3,11 +3,14 @@
 package system
 
 import (
+	"context"
 	"embed"
+	"io"
 	"io/fs"
 
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/system/internal/files"
+	"github.com/agritrade/api/system/internal/locations"
 	"github.com/agritrade/api/system/internal/messaging"
 )
 
@@ -24,6 +27,10 @@ var migrationFiles embed.FS
 type Module struct {
 	module.Base
 	deps module.Deps
+	// locations answers the location lookups; locationsErr keeps a
+	// configuration error until Seed reports it at start-up.
+	locations    *locations.Service
+	locationsErr error
 }
 
 // New builds the module over the platform's shared parts.
@@ -32,14 +39,42 @@ func New(deps module.Deps) *Module {
 	if err != nil {
 		panic(err) // the directory is embedded at build time
 	}
-	return &Module{
+	m := &Module{
 		Base: module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
 		deps: deps,
 	}
+	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"))
+	return m
 }
 
 // Mount binds the module's routes.
 func (m *Module) Mount(r module.Routes) {
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
 	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
+	if m.locations != nil {
+		locations.Mount(r.API, m.locations, m.deps.RateLimit)
+	}
+}
+
+// Seed fills the module's reference data after migrating (module.Seeder).
+func (m *Module) Seed(ctx context.Context) error {
+	if m.locationsErr != nil {
+		return m.locationsErr
+	}
+	return m.locations.Seed(ctx)
+}
+
+// GazetteerImport reports an `agritrade import gazetteer` run.
+type GazetteerImport = locations.ImportStats
+
+// ImportGazetteer streams a GeoNames dump (places or postal codes, detected
+// from its columns) into the location gazetteer, writing a progress line to
+// progress (may be nil) every 100 000 lines. The database must be migrated.
+func (m *Module) ImportGazetteer(ctx context.Context, r io.Reader, progress io.Writer) (GazetteerImport, error) {
+	if m.locationsErr != nil {
+		return GazetteerImport{}, m.locationsErr
+	}
+	im := m.locations.NewImporter()
+	im.Progress = progress
+	return im.Import(ctx, r)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/outbox"
+	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
@@ -39,8 +40,10 @@ type Platform struct {
 	Metrics  *httpx.Metrics
 	Redis    *redis.Client
 	// Outbox delivers the notifications features enqueue (outbox.Enqueue).
-	Outbox  *outbox.Dispatcher
-	closers []func() error
+	Outbox *outbox.Dispatcher
+	// RateLimit is the per-client-IP limiter of public routes.
+	RateLimit ratelimit.Limiter
+	closers   []func() error
 }
 
 // Options tune Open.
@@ -100,6 +103,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		_ = p.Close()
 		return nil, fmt.Errorf("file store: %w", err)
 	}
+	p.RateLimit = ratelimit.New(cfg, p.Redis)
 	return p, nil
 }
 
@@ -145,7 +149,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit}
 }
 
 // Close releases everything Open opened, last first.

@@ -183,9 +183,27 @@ type LinkTemplate struct {
 	UTMCampaign string `mapstructure:"utm_campaign"`
 }
 
-// Locations selects the location provider.
+// Locations selects the location provider and configures the adapters of
+// outside location services.
 type Locations struct {
 	Provider string `mapstructure:"provider"`
+	// NominatimURL and PhotonURL are the OSM geocoders' base URLs.
+	NominatimURL string `mapstructure:"nominatim_url"`
+	PhotonURL    string `mapstructure:"photon_url"`
+	// ThreeWordURL is the three-word address service; it is used only when
+	// ThreeWordKey is set.
+	ThreeWordURL string `mapstructure:"three_word_url"`
+	ThreeWordKey string `mapstructure:"three_word_key"`
+	// UserAgent identifies the API to outside services (Nominatim requires one).
+	UserAgent string `mapstructure:"user_agent"`
+	// Timeout bounds each request to an outside service.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// CacheTTL is how long answers of outside services are kept.
+	CacheTTL time.Duration `mapstructure:"cache_ttl"`
+	// MinInterval spaces requests to one OSM geocoder (Nominatim: 1 s).
+	MinInterval time.Duration `mapstructure:"min_interval"`
+	// MaxDistanceKm is how far a reverse lookup looks for the nearest place.
+	MaxDistanceKm float64 `mapstructure:"max_distance_km"`
 }
 
 // RateLimit configures per-client-IP limits of public routes.
@@ -306,6 +324,15 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("shortlinks.templates", []map[string]any{})
 	v.SetDefault("shortlinks.allowed_hosts", []string{})
 	v.SetDefault("locations.provider", "gazetteer")
+	v.SetDefault("locations.nominatim_url", "https://nominatim.openstreetmap.org")
+	v.SetDefault("locations.photon_url", "https://photon.komoot.io")
+	v.SetDefault("locations.three_word_url", "https://api.what3words.com")
+	v.SetDefault("locations.three_word_key", "")
+	v.SetDefault("locations.user_agent", "")
+	v.SetDefault("locations.timeout", 5*time.Second)
+	v.SetDefault("locations.cache_ttl", 24*time.Hour)
+	v.SetDefault("locations.min_interval", time.Second)
+	v.SetDefault("locations.max_distance_km", 25.0)
 	v.SetDefault("ratelimit.per_minute", 120)
 	v.SetDefault("ratelimit.burst", 30)
 	v.SetDefault("debug", false)
