@@ -9,6 +9,7 @@ import (
 	"io/fs"
 
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/system/internal/experts"
 	"github.com/agritrade/api/system/internal/files"
 	"github.com/agritrade/api/system/internal/locations"
 	"github.com/agritrade/api/system/internal/messaging"
@@ -51,6 +52,7 @@ func New(deps module.Deps) *Module {
 func (m *Module) Mount(r module.Routes) {
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
 	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
+	experts.Mount(r.API, experts.NewService(m.deps.DB, m.deps.Files))
 	if m.locations != nil {
 		locations.Mount(r.API, m.locations, m.deps.RateLimit)
 	}
