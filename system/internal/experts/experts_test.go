@@ -263,5 +263,3 @@ func FuzzNewQuestion(f *testing.F) {
 		}
 	})
 }
-
-
