@@ -8,11 +8,13 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/system/internal/experts"
 	"github.com/agritrade/api/system/internal/files"
 	"github.com/agritrade/api/system/internal/locations"
 	"github.com/agritrade/api/system/internal/messaging"
+	"github.com/agritrade/api/system/internal/shortlinks"
 )
 
 // Name is the module's path segment and log name.
@@ -32,6 +34,10 @@ type Module struct {
 	// configuration error until Seed reports it at start-up.
 	locations    *locations.Service
 	locationsErr error
+	// shortlinks serves short URLs; shortlinksErr keeps a configuration error
+	// (templates, allow-list) until Seed reports it at start-up.
+	shortlinks    *shortlinks.Service
+	shortlinksErr error
 }
 
 // New builds the module over the platform's shared parts.
@@ -45,6 +51,7 @@ func New(deps module.Deps) *Module {
 		deps: deps,
 	}
 	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"))
+	m.shortlinks, m.shortlinksErr = shortlinks.NewService(deps.DB, deps.Config, deps.Log.Component("shortlinks"))
 	return m
 }
 
@@ -53,6 +60,11 @@ func (m *Module) Mount(r module.Routes) {
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
 	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
 	experts.Mount(r.API, experts.NewService(m.deps.DB, m.deps.Files))
+	if m.shortlinks != nil {
+		// The redirect lives at the root (/s/{code}) but is the System module's.
+		root := r.Root.Group("", httpx.Scope(m.deps.Log, Version))
+		shortlinks.Mount(r.API, root, m.shortlinks, m.deps.RateLimit)
+	}
 	if m.locations != nil {
 		locations.Mount(r.API, m.locations, m.deps.RateLimit)
 	}
@@ -60,6 +72,9 @@ func (m *Module) Mount(r module.Routes) {
 
 // Seed fills the module's reference data after migrating (module.Seeder).
 func (m *Module) Seed(ctx context.Context) error {
+	if m.shortlinksErr != nil {
+		return m.shortlinksErr
+	}
 	if m.locationsErr != nil {
 		return m.locationsErr
 	}
