@@ -2,17 +2,21 @@ package messaging_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/outbox"
+	"github.com/agritrade/api/platform/outbox/outboxtest"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/agritrade/api/system"
 	"github.com/agritrade/api/system/internal/messaging"
@@ -451,6 +455,35 @@ func FuzzNewDraft(f *testing.F) {
 		}
 		if (d.ListingID == "") != (d.ListingType == "") || (d.ListingType != "" && d.ListingType != "crop" && d.ListingType != "livestock") {
 			t.Fatalf("accepted listing %q/%q", d.ListingID, d.ListingType)
+		}
+	})
+}
+
+// TestNotificationsReachTheWebhook runs the app's own dispatcher against a
+// local receiver: a message arrives there signed, once, for the other participant.
+func TestNotificationsReachTheWebhook(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		recv := outboxtest.NewReceiver(t, "hook-secret")
+		s := testkit.NewServer(t, db, func(p *app.Platform) []module.Module {
+			return []module.Module{system.New(p.Deps(system.Name))}
+		}, testkit.Options{Configure: func(c *config.Config) {
+			c.Notify.Webhook.URL, c.Notify.Webhook.Secret = recv.URL, "hook-secret"
+			c.Notify.PollInterval = 20 * time.Millisecond
+		}})
+		a := client{s, s.Token(ann)}
+		conv := a.send(t, "/system/v1/conversations", map[string]any{"to": bob.UserID, "message": "Load ready at 9", "title": "Barley"})
+		got := recv.WaitAccepted(t, 1, 15*time.Second)
+		if len(got) != 1 {
+			t.Fatalf("accepted %v", got)
+		}
+		d := recv.Deliveries()[0]
+		var n outbox.Notification
+		if err := json.Unmarshal(d.Body, &n); err != nil {
+			t.Fatal(err)
+		}
+		if !d.Verified || d.Type != messaging.EventMessage || strings.Join(n.Recipients, ",") != bob.UserID ||
+			n.Body != "Load ready at 9" || n.Subject != "New message from Ann Smith: Barley" || !strings.Contains(string(n.Data), conv.ConversationID) {
+			t.Fatalf("delivery %+v body %s", d, d.Body)
 		}
 	})
 }

@@ -26,7 +26,7 @@ var (
 
 var allowed = []string{"agritrade.example", "*.farmers.example", "münchen.example"}
 
-func newServer(t *testing.T, db *bun.DB, configure func(c *config.Config)) *testkit.Server {
+func newServer(t testing.TB, db *bun.DB, configure func(c *config.Config)) *testkit.Server {
 	return testkit.NewServer(t, db, func(p *app.Platform) []module.Module {
 		return []module.Module{system.New(p.Deps(system.Name))}
 	}, testkit.Options{Configure: func(c *config.Config) {
