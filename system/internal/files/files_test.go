@@ -448,6 +448,14 @@ func TestUploadRefusals(t *testing.T) {
 		if got := e.objects(t); len(got) != 1 || !strings.HasSuffix(got[0], rec.ID) || e.rowCount(t) != 1 {
 			t.Fatalf("store holds %v", got)
 		}
+		// Any organisation of the caller may own the file, not only the current one.
+		rec = e.mustUpload(t, colleague, append(fields("files", "misc", "x.txt", part{name: "organisationId", value: "org-x"}), file([]byte("x")))...)
+		if rec.OrganisationID != "org-x" || rec.Info.OrganisationID != "org-x" {
+			t.Fatalf("organisation %q", rec.OrganisationID)
+		}
+		if r := e.Do(testkit.Request{Method: http.MethodGet, Path: filesPath + "/" + rec.ID + "/info", Token: e.Token(farmer)}); r.Status != http.StatusNotFound {
+			t.Fatalf("a member of another organisation of the uploader reads it: %d", r.Status)
+		}
 	})
 }
 
