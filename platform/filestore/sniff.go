@@ -238,7 +238,9 @@ func zipType(h []byte) string {
 // sent back as a Content-Type header.
 func isToken(s string) bool {
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '+' || r == '/') {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '-', r == '+', r == '/':
+		default:
 			return false
 		}
 	}
