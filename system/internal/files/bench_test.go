@@ -93,7 +93,7 @@ func BenchmarkLargeFile(b *testing.B) {
 		fmt.Printf("\nfile store: %s backend, %d MiB file (SHA-256 %s...)\n", backend, mb, wantHash[:12])
 		fmt.Printf("  cp                 %8.1f MB/s  (%.2fs)\n", mbps(cpSecs), cpSecs)
 		fmt.Printf("  cp + fsync         %8.1f MB/s  (%.2fs)\n", mbps(cpSyncSecs), cpSyncSecs)
-		fmt.Printf("  upload (HTTP)      %8.1f MB/s  (%.2fs; multipart parse, SHA-256, sniff, write, fsync, record)\n", mbps(upSecs), upSecs)
+		fmt.Printf("  upload (HTTP)      %8.1f MB/s  (%.2fs; multipart parse, SHA-256, sniff, store (local: write + fsync), record)\n", mbps(upSecs), upSecs)
 		fmt.Printf("  download (HTTP)    %8.1f MB/s  (%.2fs; to a file, hash checked)\n", mbps(downSecs), downSecs)
 		fmt.Printf("  memory during upload:   peak RSS +%.1f MiB, peak heap in use +%.1f MiB\n", float64(upRSS)/(1<<20), float64(upHeap)/(1<<20))
 		fmt.Printf("  memory during download: peak RSS +%.1f MiB, peak heap in use +%.1f MiB\n", float64(downRSS)/(1<<20), float64(downHeap)/(1<<20))
