@@ -33,7 +33,7 @@ const BinEnv = "AGRITRADE_TEST_MINIO_BIN"
 // Credentials of the test server.
 const (
 	AccessKey = "agritrade-test"
-	SecretKey = "agritrade-test-secret"
+	SecretKey = "agritrade-test-secret" //nolint:gosec // the throw-away test server's own credentials
 )
 
 // Server is a running MinIO.
@@ -45,7 +45,7 @@ type Server struct {
 // Binary returns the MinIO binary's path, or "" when there is none.
 func Binary() string {
 	if p := os.Getenv(BinEnv); p != "" {
-		if _, err := os.Stat(p); err == nil {
+		if _, err := os.Stat(p); err == nil { //nolint:gosec // the developer's own setting
 			return p
 		}
 		return ""
@@ -58,7 +58,7 @@ func Binary() string {
 	}
 	for _, dir := range filepath.SplitList(gopath) {
 		p := filepath.Join(dir, "bin", "minio")
-		if _, err := os.Stat(p); err == nil {
+		if _, err := os.Stat(p); err == nil { //nolint:gosec // GOPATH is the developer's own setting
 			return p
 		}
 	}
@@ -118,7 +118,8 @@ func start(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "server", "--quiet", "--address", addr, "--console-address", console, filepath.Join(dir, "data"))
+	// The MinIO binary the developer pointed at, with arguments of our own.
+	cmd := exec.Command(bin, "server", "--quiet", "--address", addr, "--console-address", console, filepath.Join(dir, "data")) //nolint:gosec // see above
 	cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+AccessKey,
 		"MINIO_ROOT_PASSWORD="+SecretKey,
@@ -127,7 +128,7 @@ func start(bin string) (*Server, error) {
 	)
 	sharedDir = dir
 	dieWithParent(cmd)
-	logFile, err := os.Create(filepath.Join(dir, "minio.log"))
+	logFile, err := os.Create(filepath.Join(dir, "minio.log")) //nolint:gosec // inside our own temporary directory
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +141,8 @@ func start(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Ready means the S3 API answers, which comes after the health endpoint
-	// does ("Server not initialized yet").
+	// Ready means the S3 API answers, which comes some time after the
+	// process listens (until then it answers "Server not initialised yet").
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -151,9 +152,9 @@ func start(bin string) (*Server, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
+			log, _ := os.ReadFile(filepath.Join(dir, "minio.log")) //nolint:gosec // inside our own temporary directory
 			Stop()
-			return nil, fmt.Errorf("MinIO at %s not ready after 30s (%v): %s", addr, err, log)
+			return nil, fmt.Errorf("MinIO at %s not ready after 30s (log: %s): %w", addr, log, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -166,8 +167,8 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	addr := l.Addr().String()
+	return addr, l.Close()
 }
 
 // NewBucket returns a fresh bucket name (created by the backend on open),

@@ -262,8 +262,7 @@ func TestUploadDownloadInfoArchive(t *testing.T) {
 					}
 					h := r.Header
 					if h.Get("ETag") != etag || h.Get("Content-Type") != "image/png" || h.Get("Accept-Ranges") != "bytes" ||
-						h.Get("Content-Length") != fmt.Sprint(len(content)) || h.Get("X-Content-Type-Options") != "nosniff" ||
-						!strings.Contains(h.Get("Content-Security-Policy"), "sandbox") {
+						h.Get("Content-Length") != fmt.Sprint(len(content)) || h.Get("X-Content-Type-Options") != "nosniff" {
 						t.Fatalf("headers %v", h)
 					}
 					kind, params, err := mime.ParseMediaType(h.Get("Content-Disposition"))
@@ -448,6 +447,14 @@ func TestUploadRefusals(t *testing.T) {
 		if got := e.objects(t); len(got) != 1 || !strings.HasSuffix(got[0], rec.ID) || e.rowCount(t) != 1 {
 			t.Fatalf("store holds %v", got)
 		}
+		// Any organisation of the caller may own the file, not only the current one.
+		rec = e.mustUpload(t, colleague, append(fields("files", "misc", "x.txt", part{name: "organisationId", value: "org-x"}), file([]byte("x")))...)
+		if rec.OrganisationID != "org-x" || rec.Info.OrganisationID != "org-x" {
+			t.Fatalf("organisation %q", rec.OrganisationID)
+		}
+		if r := e.Do(testkit.Request{Method: http.MethodGet, Path: filesPath + "/" + rec.ID + "/info", Token: e.Token(farmer)}); r.Status != http.StatusNotFound {
+			t.Fatalf("a member of another organisation of the uploader reads it: %d", r.Status)
+		}
 	})
 }
 
@@ -483,6 +490,7 @@ func TestUploadSniffedTypes(t *testing.T) {
 			{"images", heic, "image/heic"},
 			{"files", []byte("%PDF-1.4\n%âãÏÓ\n"), "application/pdf"},
 			{"files", []byte("<!DOCTYPE html><script>alert(1)</script>"), "text/html; charset=utf-8"},
+			{"files", []byte("<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\"/>"), "text/xml; charset=utf-8"},
 			{"files", []byte("plain words"), "text/plain; charset=utf-8"},
 		} {
 			rec := e.mustUpload(t, farmer, append(fields(c.bucket, "misc", "f"), file(c.content))...)
@@ -492,6 +500,12 @@ func TestUploadSniffedTypes(t *testing.T) {
 			r := e.Do(testkit.Request{Method: http.MethodGet, Path: filesPath + "/" + rec.ID + "?stream=true", Token: e.Token(farmer)})
 			if r.Status != http.StatusOK || r.Header.Get("Content-Type") != c.want || !bytes.Equal(r.Body, c.content) {
 				t.Fatalf("download %d %q", r.Status, r.Header.Get("Content-Type"))
+			}
+			// A document that can script never opens inline, and runs sandboxed.
+			html := strings.HasPrefix(c.want, "text/html") || strings.HasPrefix(c.want, "text/xml")
+			if inline := strings.HasPrefix(r.Header.Get("Content-Disposition"), "inline"); inline == html ||
+				strings.Contains(r.Header.Get("Content-Security-Policy"), "sandbox") != html {
+				t.Fatalf("%s: disposition %q, CSP %q", c.want, r.Header.Get("Content-Disposition"), r.Header.Get("Content-Security-Policy"))
 			}
 		}
 	})

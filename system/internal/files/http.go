@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
@@ -133,14 +134,19 @@ func (h *Handler) serve(c *gin.Context, rec *filestore.Record, inline bool) erro
 		hdr.Del("Content-Range")
 		return err
 	}
-	defer body.Close()
+	defer func() { _ = body.Close() }()
 	hdr.Set("Content-Type", rec.ContentType)
 	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
-	hdr.Set("Content-Disposition", contentDisposition(inline, rec.Name))
-	// The bytes are the uploader's: never let a browser run them as a page
-	// of this origin, nor guess another type than the sniffed one.
+	// The bytes are the uploader's: a browser must never guess another type
+	// than the sniffed one, nor run a document that can script (HTML, XML,
+	// SVG) as a page of the API's origin; those are always attachments, in a
+	// sandbox. PDFs, images and videos stay viewable inline.
 	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; media-src 'self'; img-src 'self'; sandbox")
+	if activeContent(rec.ContentType) {
+		inline = false
+		hdr.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	}
+	hdr.Set("Content-Disposition", contentDisposition(inline, rec.Name))
 	c.Status(status)
 	buf := make([]byte, 64<<10)
 	if _, err := io.CopyBuffer(onlyWriter{c.Writer}, body, buf); err != nil {
@@ -155,6 +161,15 @@ func (h *Handler) serve(c *gin.Context, rec *filestore.Record, inline bool) erro
 // here: files have no modification time).
 func ifRangeAllows(ifRange, etag string) bool {
 	return ifRange == "" || ifRange == etag
+}
+
+// activeContent tells whether a browser could run scripts in a document of
+// this type.
+func activeContent(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	// text/xml, application/xml and every +xml type (SVG, XHTML) end in "xml".
+	return mt == "text/html" || mt == "text/xsl" || strings.HasSuffix(mt, "xml")
 }
 
 // onlyWriter hides the writer's ReadFrom so that the copy uses our buffer.
