@@ -8,6 +8,7 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/gin-gonic/gin"
@@ -55,4 +56,7 @@ type Deps struct {
 	Log    *logging.Module
 	Auth   *auth.Service
 	Bus    bus.Bus
+	// Cache is the shared cache (memory or Redis per cache.backend); its
+	// removals reach every replica.
+	Cache cache.Cache
 }
