@@ -89,7 +89,9 @@ func (s *csvSource) close() error { return nil }
 // lineTooLong is the error of a physical line over the limit.
 type lineTooLong struct{ line, max int }
 
-func (e *lineTooLong) Error() string { return fmt.Sprintf("line %d is longer than %d bytes", e.line, e.max) }
+func (e *lineTooLong) Error() string {
+	return fmt.Sprintf("line %d is longer than %d bytes", e.line, e.max)
+}
 
 // lineLimiter fails once a physical line exceeds max bytes, so that a file
 // without newlines (junk, or a binary that passed as text) cannot grow one
