@@ -84,7 +84,7 @@ type (
 		Max  *float64 `json:"max"`
 	}
 	fileSpecs struct {
-		Specifications []fileSpec                `json:"specifications"`
+		Specifications []fileSpec               `json:"specifications"`
 		Sets           map[string][]fileMeasure `json:"sets"`
 	}
 )

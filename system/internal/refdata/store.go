@@ -392,7 +392,7 @@ func (s *Store) LoadCatalogue(ctx context.Context) (*Catalogue, error) {
 	for _, r := range countries {
 		c.Countries = append(c.Countries, Country{ISO: r.ISO, Name: r.Name, Enabled: r.Enabled,
 			Units: Units{Distance: r.UnitDistance, Weight: r.UnitWeight, Capacity: r.UnitCapacity, Temperature: r.UnitTemperature},
-			ISO3: r.ISO3, Currency: r.Currency, CallingCode: r.CallingCode, ZoneDescriptor: r.ZoneDescriptor, Locale: r.Locale,
+			ISO3:  r.ISO3, Currency: r.Currency, CallingCode: r.CallingCode, ZoneDescriptor: r.ZoneDescriptor, Locale: r.Locale,
 			Continent: r.Continent, DefaultWeight: WeightUnit{Name: r.WeightName, Conversion: r.WeightConversion}})
 	}
 	for _, r := range regions {
