@@ -8,6 +8,7 @@ package refdata
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -255,7 +256,7 @@ func NewVarietyRow(line int, commodityID, typ, grade, variety string) (VarietyRo
 	case err != nil || id <= 0:
 		// Spreadsheets write whole numbers as "1.0" at times; accept those.
 		f, ferr := strconv.ParseFloat(commodityID, 64)
-		if ferr != nil || f <= 0 || f != float64(int(f)) {
+		if ferr != nil || f <= 0 || f > math.MaxInt32 || f != math.Trunc(f) {
 			problems = append(problems, fmt.Sprintf("commodityId must be a positive integer, not %q", commodityID))
 		} else {
 			r.CommodityID = int(f)

@@ -209,8 +209,8 @@ func TestCountrySettings(t *testing.T) {
 		token := s.Token(testkit.Farmer)
 		var doc struct {
 			Commodities []struct{ CountryISO string } `json:"commodities"`
-			Countries   map[string]json.RawMessage   `json:"countries"`
-			Regions     []struct{ Country string }   `json:"regions"`
+			Countries   map[string]json.RawMessage    `json:"countries"`
+			Regions     []struct{ Country string }    `json:"regions"`
 			Trading     struct {
 				ExFarm []struct{ CommodityID int } `json:"exFarmPriceCommodities"`
 				Close  []any                       `json:"closeListingReasons"`
@@ -469,14 +469,23 @@ func TestSpecification(t *testing.T) {
 		}
 		type spec struct {
 			Commodity struct {
-				ID    int
-				Name  string
-				Type  struct{ ID int; Name string }
-				Grade struct{ ID int; Name string }
+				ID   int
+				Name string
+				Type struct {
+					ID   int
+					Name string
+				}
+				Grade struct {
+					ID   int
+					Name string
+				}
 			}
 			Measures []struct {
-				Specification struct{ ID int; Name, Unit string }
-				Min, Max      float64
+				Specification struct {
+					ID         int
+					Name, Unit string
+				}
+				Min, Max float64
 			}
 		}
 		measure := func(t *testing.T, sp spec, name string) (float64, float64, string) {

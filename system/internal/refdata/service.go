@@ -1,6 +1,7 @@
 package refdata
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,12 +64,40 @@ type Representation struct {
 	Count int
 }
 
-// cachedRep is how a representation (or a known "not found") sits in the cache.
+// cachedRep is how a representation (or a known "not found") sits in the
+// cache: a few header lines, then the body as it goes on the wire, so that a
+// hit costs no decoding of the document.
 type cachedRep struct {
-	ETag     string          `json:"e"`
-	Count    int             `json:"c"`
-	NotFound string          `json:"n,omitempty"`
-	Body     json.RawMessage `json:"b"`
+	ETag     string
+	Count    int
+	NotFound string
+	Body     []byte
+}
+
+// repMagic starts every cached representation (and versions the layout).
+const repMagic = "rep1"
+
+func (r cachedRep) encode() []byte {
+	notFound := strings.ReplaceAll(r.NotFound, "\n", " ")
+	head := repMagic + "\n" + r.ETag + "\n" + strconv.Itoa(r.Count) + "\n" + notFound + "\n"
+	out := make([]byte, 0, len(head)+len(r.Body))
+	return append(append(out, head...), r.Body...)
+}
+
+func decodeRep(b []byte) (cachedRep, bool) {
+	var fields [4][]byte
+	for i := range fields {
+		j := bytes.IndexByte(b, '\n')
+		if j < 0 {
+			return cachedRep{}, false
+		}
+		fields[i], b = b[:j], b[j+1:]
+	}
+	count, err := strconv.Atoi(string(fields[2]))
+	if string(fields[0]) != repMagic || err != nil {
+		return cachedRep{}, false
+	}
+	return cachedRep{ETag: string(fields[1]), Count: count, NotFound: string(fields[3]), Body: b}, true
 }
 
 // Seed writes the committed reference data when the database holds another
@@ -190,8 +219,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 		s.log.WithError(err).WithField("key", key).Warn("cache read failed; answering from the database")
 	}
 	if ok {
-		var cr cachedRep
-		if err := json.Unmarshal(raw, &cr); err == nil {
+		if cr, ok := decodeRep(raw); ok {
 			if cr.NotFound != "" {
 				return Representation{}, apierr.New(apierr.CodeNotFound, "%s", cr.NotFound)
 			}
@@ -217,10 +245,8 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 		}
 		cr = cachedRep{Body: body, ETag: httpx.StrongETag(body), Count: count}
 	}
-	if enc, err := json.Marshal(cr); err == nil {
-		if err := s.cache.Set(ctx, key, enc, 0); err != nil {
-			s.log.WithError(err).WithField("key", key).Warn("cache write failed")
-		}
+	if err := s.cache.Set(ctx, key, cr.encode(), 0); err != nil {
+		s.log.WithError(err).WithField("key", key).Warn("cache write failed")
 	}
 	if berr != nil {
 		return Representation{}, berr
