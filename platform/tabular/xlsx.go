@@ -81,7 +81,7 @@ func checkWorkbook(path, filename string) error {
 	if err != nil {
 		return unsupported("the file %s starts like a zip archive but is not a readable XLSX workbook", displayName(filename))
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }() // read-only: a close error changes nothing
 	var types, workbook bool
 	for _, f := range zr.File {
 		switch strings.ToLower(strings.ReplaceAll(f.Name, "\\", "/")) {

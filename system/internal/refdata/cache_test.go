@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
 )
@@ -87,7 +88,7 @@ func TestCacheClear(t *testing.T) {
 			{Name: "post400type", Req: with(clearCache(`{"keys":"refdata:countries"}`), admin), Status: http.StatusBadRequest, Code: "validation_failed"},
 			{Name: "post400malformed", Req: with(clearCache(`{"keys":`), admin), Status: http.StatusBadRequest, Code: "bad_request"},
 			{Name: "post403", Req: with(clearCache(map[string]any{"flush": true}), farmer), Status: http.StatusForbidden, Code: "forbidden"},
-			{Name: "post401", Req: clearCache(map[string]any{"flush": true}), Status: http.StatusUnauthorized, Code: "unauthorized"},
+			{Name: "post401", Req: clearCache(map[string]any{"flush": true}), Status: http.StatusUnauthorized, Code: string(apierr.CodeUnauthorized)},
 		})
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/tabular"
 	"github.com/agritrade/api/platform/testkit"
@@ -44,7 +45,7 @@ func TestImportOverwrites(t *testing.T) {
 			"1;milling;GROUP 1;KWS Zyatt\r\n" +
 			"1;Milling;Group 1;skyfall\r\n" + // a repeat: listed once
 			"2;Malting;Spring;Laureate\r\n" +
-			"2;Malting;Spring;SY Splendor\r\n"
+			"2;Malting;Spring;Skyway\r\n"
 		res := importResult(t, s.Do(upload(t, admin, "varieties.csv", []byte(csv))))
 		if res.Success != 5 || res.Validation != 0 || res.Errors != 0 || len(res.Results) != 5 {
 			t.Fatalf("result %+v", res)
@@ -59,7 +60,7 @@ func TestImportOverwrites(t *testing.T) {
 		if got := varieties(t, s, wheat, millingGroup1); !reflect.DeepEqual(got, []string{"Skyfall", "KWS Zyatt"}) {
 			t.Fatalf("Group 1 varieties %v, want exactly the file's", got)
 		}
-		if got := varieties(t, s, barley, maltingSpring); !reflect.DeepEqual(got, []string{"Laureate", "SY Splendor"}) {
+		if got := varieties(t, s, barley, maltingSpring); !reflect.DeepEqual(got, []string{"Laureate", "Skyway"}) {
 			t.Fatalf("spring malting barley %v", got)
 		}
 		// Grades the file does not name keep their lists.
@@ -73,7 +74,7 @@ func TestImportOverwrites(t *testing.T) {
 		if now := s.Do(testkit.Request{Method: http.MethodGet, Path: "/system/v1/commodities"}).Header.Get("ETag"); now == etag {
 			t.Fatal("the commodity list still has the tag of before the import")
 		}
-		if now := s.Do(testkit.Request{Method: http.MethodGet, Path: "/system/v1/settings/GB", Token: admin}); !strings.Contains(string(now.Body), "SY Splendor") {
+		if now := s.Do(testkit.Request{Method: http.MethodGet, Path: "/system/v1/settings/GB", Token: admin}); !strings.Contains(string(now.Body), "Skyway") {
 			t.Fatal("the settings document does not show the import")
 		}
 
@@ -212,7 +213,7 @@ func TestImportBadFiles(t *testing.T) {
 					}
 				}},
 			{Name: "post403farmer", Req: upload(t, s.Token(testkit.Farmer), "v.csv", []byte("commodityId,type,grade,variety\n1,Milling,Group 1,Hacked\n")), Status: http.StatusForbidden, Code: "forbidden"},
-			{Name: "post401", Req: upload(t, "", "v.csv", []byte("commodityId,type,grade,variety\n1,Milling,Group 1,Hacked\n")), Status: http.StatusUnauthorized, Code: "unauthorized"},
+			{Name: "post401", Req: upload(t, "", "v.csv", []byte("commodityId,type,grade,variety\n1,Milling,Group 1,Hacked\n")), Status: http.StatusUnauthorized, Code: string(apierr.CodeUnauthorized)},
 		})
 		after := s.Do(testkit.Request{Method: http.MethodGet, Path: "/system/v1/commodities"}).Body
 		if !bytes.Equal(before, after) {

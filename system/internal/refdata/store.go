@@ -223,7 +223,7 @@ func (s *Store) Seed(ctx context.Context, d *Dataset) (bool, error) {
 			for id := range keep {
 				ids = append(ids, id)
 			}
-			del = del.Where("grade_id NOT IN (?)", bun.In(ids))
+			del = del.Where("grade_id NOT IN (?)", bun.List(ids))
 		}
 		if _, err := del.Exec(ctx); err != nil {
 			return err
@@ -559,7 +559,7 @@ func (s *Store) GradeIndex(ctx context.Context, itemIDs []int) (map[GradeKey]Gra
 		Join("LEFT JOIN refdata_commodity_types AS t ON t.item_id = i.id").
 		Join("LEFT JOIN refdata_commodity_grades AS g ON g.type_id = t.id").
 		ColumnExpr("i.id AS item_id, i.name AS item_name, cg.country, COALESCE(t.name, '') AS type_name, COALESCE(g.id, 0) AS grade_id, COALESCE(g.name, '') AS grade_name").
-		Where("i.id IN (?)", bun.In(itemIDs)).Scan(ctx, &rows)
+		Where("i.id IN (?)", bun.List(itemIDs)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -589,7 +589,7 @@ func (s *Store) ReplaceVarieties(ctx context.Context, lists map[int][]string, by
 		}
 	}
 	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewDelete().Model((*varietyRow)(nil)).Where("grade_id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*varietyRow)(nil)).Where("grade_id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
 			return err
 		}
 		if err := insertChunks(ctx, tx, rows); err != nil {
@@ -597,7 +597,7 @@ func (s *Store) ReplaceVarieties(ctx context.Context, lists map[int][]string, by
 		}
 		_, err := tx.NewUpdate().Model((*gradeRow)(nil)).
 			Set("varieties_source = ?", sourceImport).Set("varieties_updated_at = ?", at.UTC()).Set("varieties_updated_by = ?", by).
-			Where("id IN (?)", bun.In(ids)).Exec(ctx)
+			Where("id IN (?)", bun.List(ids)).Exec(ctx)
 		return err
 	})
 }
