@@ -22,7 +22,9 @@ type reader struct {
 	src    rowSource
 	o      Options
 	header []string
-	rows   int
+	// read counts every row the source gave, blank ones included: a sheet
+	// whose only cell sits in row 1 048 576 must not cost a million reads.
+	read int
 }
 
 func newReader(src rowSource, filename string, o Options) (Reader, error) {
@@ -55,10 +57,6 @@ func (r *reader) Next() ([]string, int, error) {
 		if row == nil {
 			continue
 		}
-		r.rows++
-		if r.rows > r.o.MaxRows {
-			return nil, line, apierr.New(apierr.CodePayloadTooLarge, "the file has more than %d data rows", r.o.MaxRows)
-		}
 		return row, line, nil
 	}
 }
@@ -72,6 +70,10 @@ func (r *reader) raw() ([]string, int, error) {
 			return nil, line, io.EOF
 		}
 		return nil, line, readError(err)
+	}
+	r.read++
+	if r.read > r.o.MaxRows+1 { // the header row comes on top
+		return nil, line, apierr.New(apierr.CodePayloadTooLarge, "the file has more than %d rows", r.o.MaxRows)
 	}
 	end := 0
 	for i, c := range row {

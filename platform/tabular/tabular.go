@@ -43,7 +43,8 @@ const (
 type Options struct {
 	// MaxBytes caps the upload (default 100 MiB); above it Next or Open answers 413.
 	MaxBytes int64
-	// MaxRows caps the data rows (default 100 000); above it Next answers 413.
+	// MaxRows caps the rows after the header, blank ones included (default
+	// 100 000); above it Next answers 413.
 	MaxRows int
 	// MaxRowBytes caps one physical CSV line (default 1 MiB); above it 400.
 	MaxRowBytes int

@@ -343,3 +343,12 @@ func FuzzXLSX(f *testing.F) {
 		exercise(t, data, tabular.Options{MaxRows: 1000, MaxUnzipBytes: 8 << 20, TempDir: dir})
 	})
 }
+
+func TestRowsFarDown(t *testing.T) {
+	// One cell in the last row of a sheet: rejected without reading a million empty rows.
+	data := workbook(t, map[int][]any{1: {"a"}, 1048576: {"far"}})
+	_, _, err := readAll(t, data, tabular.Options{MaxRows: 1000, TempDir: t.TempDir()})
+	wantCode(t, err, apierr.CodePayloadTooLarge)
+	_, _, err = readAll(t, []byte("a\n"+strings.Repeat(",\n", 2000)+"x\n"), tabular.Options{MaxRows: 1000})
+	wantCode(t, err, apierr.CodePayloadTooLarge)
+}
