@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -29,6 +30,7 @@ func BenchmarkSettings(b *testing.B) {
 		h.Set("Content-Type", "application/json; charset=utf-8")
 		h.Set("ETag", etag)
 		h.Set("Cache-Control", "private, max-age=300")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
 		_, _ = w.Write(body)
 	})
 	rps := map[string]float64{}

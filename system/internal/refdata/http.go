@@ -91,6 +91,8 @@ func respond(c *gin.Context, rep Representation, cacheControl string, counted bo
 	if counted {
 		c.Header(httpx.HeaderTotalCount, strconv.Itoa(rep.Count))
 	}
+	// A known length spares the chunked encoding of a large document.
+	c.Header("Content-Length", strconv.Itoa(len(rep.Body)))
 	c.Data(http.StatusOK, "application/json; charset=utf-8", rep.Body)
 }
 
