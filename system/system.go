@@ -10,10 +10,12 @@ import (
 
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/system/internal/admin"
 	"github.com/agritrade/api/system/internal/experts"
 	"github.com/agritrade/api/system/internal/files"
 	"github.com/agritrade/api/system/internal/locations"
 	"github.com/agritrade/api/system/internal/messaging"
+	"github.com/agritrade/api/system/internal/refdata"
 	"github.com/agritrade/api/system/internal/shortlinks"
 )
 
@@ -29,7 +31,9 @@ var migrationFiles embed.FS
 // Module is the System module.
 type Module struct {
 	module.Base
-	deps module.Deps
+	deps    module.Deps
+	refdata *refdata.Service
+	admin   *admin.Service
 	// locations answers the location lookups; locationsErr keeps a
 	// configuration error until Seed reports it at start-up.
 	locations    *locations.Service
@@ -47,8 +51,10 @@ func New(deps module.Deps) *Module {
 		panic(err) // the directory is embedded at build time
 	}
 	m := &Module{
-		Base: module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
-		deps: deps,
+		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
+		deps:    deps,
+		refdata: refdata.NewService(refdata.NewStore(deps.DB), deps.Cache, deps.Log.Component("refdata")),
+		admin:   admin.NewService(deps.Cache, deps.Auth, deps.Bus, deps.Log.Component("cache")),
 	}
 	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"))
 	m.shortlinks, m.shortlinksErr = shortlinks.NewService(deps.DB, deps.Config, deps.Log.Component("shortlinks"))
@@ -57,6 +63,8 @@ func New(deps module.Deps) *Module {
 
 // Mount binds the module's routes.
 func (m *Module) Mount(r module.Routes) {
+	refdata.Mount(r.API, m.refdata, m.deps.Config.Files.MaxUploadMB<<20)
+	admin.Mount(r.API, m.admin)
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
 	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
 	experts.Mount(r.API, experts.NewService(m.deps.DB, m.deps.Files))
@@ -78,7 +86,17 @@ func (m *Module) Seed(ctx context.Context) error {
 	if m.locationsErr != nil {
 		return m.locationsErr
 	}
+	if err := m.refdata.Seed(ctx); err != nil {
+		return err
+	}
 	return m.locations.Seed(ctx)
+}
+
+// LookupCommodity returns the name and default weight unit of a commodity
+// item (the integer commodityId of the settings document), for Logistics,
+// which declares the same method in an interface of its own.
+func (m *Module) LookupCommodity(ctx context.Context, id int) (name, unitName string, conversion float64, found bool, err error) {
+	return m.refdata.LookupCommodity(ctx, id)
 }
 
 // GazetteerImport reports an `agritrade import gazetteer` run.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/filestore"
@@ -35,6 +36,7 @@ type Platform struct {
 	Log      *logging.Module
 	Auth     *auth.Service
 	Bus      bus.Bus
+	Cache    cache.Cache
 	Settings *settings.Service
 	Files    *filestore.Service
 	Metrics  *httpx.Metrics
@@ -94,6 +96,9 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, err
 	}
 	p.closers = append(p.closers, p.Bus.Close)
+	if p.Cache, err = cache.Open(cfg.Cache, p.Redis, p.Bus, p.Log.Component("cache")); err != nil {
+		return nil, err
+	}
 	p.Settings = settings.New(p.DB, logs, p.Bus)
 	if p.Outbox, err = outbox.New(p.DB, cfg.Notify, p.Log.Component("outbox")); err != nil {
 		_ = p.Close()
@@ -149,7 +154,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache}
 }
 
 // Close releases everything Open opened, last first.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/logging"
@@ -62,4 +63,7 @@ type Deps struct {
 	// RateLimit limits public routes per client IP (ratelimit.Middleware);
 	// in process, or in Redis when cache.backend is redis.
 	RateLimit ratelimit.Limiter
+	// Cache is the shared cache (memory or Redis per cache.backend); its
+	// removals reach every replica.
+	Cache cache.Cache
 }
