@@ -3,8 +3,8 @@
 package config
 
 import (
-	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -215,6 +215,10 @@ type RateLimit struct {
 	Burst     int `mapstructure:"burst"`
 }
 
+// DefaultFile is the configuration file read from the working directory when
+// no file is named.
+const DefaultFile = "agritrade.yaml"
+
 // Load reads the configuration. file may be empty: then ./agritrade.yaml is used
 // when it exists.
 func Load(file string) (*Config, error) {
@@ -223,17 +227,17 @@ func Load(file string) (*Config, error) {
 	v.SetEnvPrefix("AGRITRADE")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
+	if file == "" {
+		// Only the exact name: viper's own search also takes extension-less
+		// files, and would read the agritrade binary itself as YAML.
+		if _, err := os.Stat(DefaultFile); err == nil {
+			file = DefaultFile
+		}
+	}
 	if file != "" {
 		v.SetConfigFile(file)
-	} else {
-		v.SetConfigName("agritrade")
-		v.SetConfigType("yaml")
-		v.AddConfigPath(".")
-	}
-	if err := v.ReadInConfig(); err != nil {
-		var notFound viper.ConfigFileNotFoundError
-		if file != "" || !errors.As(err, &notFound) {
-			return nil, fmt.Errorf("read config: %w", err)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("read config %s: %w", file, err)
 		}
 	}
 	var c Config
