@@ -64,7 +64,9 @@ func (g *Gazetteer) Search(ctx context.Context, q SearchQuery) ([]SearchResult, 
 	if q.Container != "" {
 		return g.expand(ctx, q)
 	}
-	if LooksLikePostcode(q.Text) {
+	// UK and Irish postcodes are recognised by their format; other countries'
+	// codes hold digits ("75001"), which place names do not.
+	if LooksLikePostcode(q.Text) || strings.ContainsAny(q.Text, "0123456789") {
 		res, err := g.searchPostcodes(ctx, q)
 		if err != nil || len(res) > 0 {
 			return res, len(res), err
@@ -76,6 +78,9 @@ func (g *Gazetteer) Search(ctx context.Context, q SearchQuery) ([]SearchResult, 
 
 func (g *Gazetteer) searchPostcodes(ctx context.Context, q SearchQuery) ([]SearchResult, error) {
 	norm := PostcodeNorm(q.Text)
+	if norm == "" {
+		return nil, nil
+	}
 	rows, err := g.store.PostcodesByPrefix(ctx, norm, q.Country, q.Limit)
 	if err != nil {
 		return nil, apierr.Internal(err)

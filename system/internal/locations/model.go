@@ -212,13 +212,17 @@ type Postcode struct {
 	IsDistrict bool
 }
 
+const ukArea = `(?:[BEGLMNSW]|[A-PR-UWYZ][A-HK-Y])`
+
 var (
-	// ukFull and ukOutward follow the UK format: outward code (area letters,
-	// district digit, optional digit or letter) and inward code (digit, two letters).
-	ukFull    = regexp.MustCompile(`^([A-Z]{1,2}[0-9][A-Z0-9]?)([0-9][A-Z]{2})$`)
-	ukOutward = regexp.MustCompile(`^[A-Z]{1,2}[0-9][A-Z0-9]?$`)
-	// ukPartial is a prefix of a UK postcode: area letters, then at least a digit.
-	ukPartial = regexp.MustCompile(`^[A-Z]{1,2}[0-9][A-Z0-9]?([0-9][A-Z]{0,2})?$`)
+	// ukFull and ukOutward follow the UK format: outward code (area, district
+	// digit, optional digit or letter) and inward code (digit, two letters).
+	// Areas of one letter are only B, E, G, L, M, N, S and W, which keeps
+	// Eircode routing keys such as D02 or T12 apart.
+	ukFull    = regexp.MustCompile(`^(` + ukArea + `[0-9][A-Z0-9]?)([0-9][A-Z]{2})$`)
+	ukOutward = regexp.MustCompile(`^` + ukArea + `[0-9][A-Z0-9]?$`)
+	// ukPartial is a prefix of a UK postcode: an area, then at least a digit.
+	ukPartial = regexp.MustCompile(`^` + ukArea + `[0-9][A-Z0-9]?([0-9][A-Z]{0,2})?$`)
 	// ieFull and ieRouting follow Eircodes: a routing key (letter, two digits,
 	// or D6W) and a four-character unique identifier.
 	ieFull    = regexp.MustCompile(`^([AC-FHKNPRTV-Y][0-9]{2}|D6W)([0-9AC-FHKNPRTV-Y]{4})$`)
