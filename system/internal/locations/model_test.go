@@ -67,8 +67,8 @@ func TestWithinOneEdit(t *testing.T) {
 		want bool
 	}{
 		{"york", "york", true},
-		{"yrok", "york", true},     // transposition
-		{"kendl", "kendal", true},  // deletion
+		{"yrok", "york", true},      // transposition
+		{"kendl", "kendal", true},   // deletion
 		{"kendall", "kendal", true}, // insertion
 		{"kwndal", "kendal", true},  // substitution
 		{"kwndl", "kendal", false},
