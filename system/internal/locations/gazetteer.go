@@ -126,8 +126,8 @@ func (g *Gazetteer) searchNames(ctx context.Context, q SearchQuery) ([]SearchRes
 // edit of n keeps either n's first half or n's last half minus one letter
 // intact, so the candidates are the names starting with the first half and
 // those ending with the last part, both index range scans; short names are
-// instead looked up by every variant. On PostgreSQL, trigram-similar names
-// follow as further suggestions.
+// also looked up by every variant. When nothing is one typo away, PostgreSQL
+// suggests trigram-similar names.
 func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) ([]placeRow, error) {
 	r := []rune(n)
 	if len(r) < minFuzzyLen {
@@ -176,10 +176,14 @@ func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) 
 		}
 		consider(names, false)
 	}
-	if names, err = g.store.SimilarNames(ctx, n, countryISO, similarCap); err != nil {
-		return nil, err
+	if len(rank) == 0 {
+		// Nothing one typo away: trigram-similar names, where the database
+		// has them, as looser suggestions.
+		if names, err = g.store.SimilarNames(ctx, n, countryISO, similarCap); err != nil {
+			return nil, err
+		}
+		consider(names, true)
 	}
-	consider(names, true)
 	if len(rank) == 0 {
 		return nil, nil
 	}

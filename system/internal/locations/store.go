@@ -89,16 +89,31 @@ func country(q *bun.SelectQuery, iso string) *bun.SelectQuery {
 	return q
 }
 
-// PlacesByPrefix answers places whose normalised name starts with p, exact
-// names first, then the most populous.
+// bigPlace is the population from which a place is ranked by size in
+// prefix searches (the partial index gazetteer_places_big_prefix holds them).
+const bigPlace = 5000
+
+// PlacesByPrefix answers places whose normalised name starts with p: towns
+// of bigPlace people or more first (the exact name first, then by
+// population), then the smaller places in name order (which puts an exact
+// name first too). Both are index range scans bounded by limit, whatever the
+// number of places sharing the prefix.
 func (s *Store) PlacesByPrefix(ctx context.Context, p, countryISO string, limit int) ([]placeRow, error) {
-	var rows []placeRow
-	q := s.prefix(s.db.NewSelect().Model(&rows), "name_norm", p)
+	var big []placeRow
+	q := s.prefix(s.db.NewSelect().Model(&big), "name_norm", p).Where("population >= ?", bigPlace)
 	err := country(q, countryISO).
 		OrderExpr("CASE WHEN name_norm = ? THEN 0 ELSE 1 END", p).
 		OrderExpr("population DESC, name_norm, id").
 		Limit(int64(limit)).Scan(ctx)
-	return rows, err
+	if err != nil || len(big) >= limit {
+		return big, err
+	}
+	var small []placeRow
+	q = s.prefix(s.db.NewSelect().Model(&small), "name_norm", p).Where("population < ?", bigPlace)
+	if err := country(q, countryISO).OrderExpr("name_norm, id").Limit(int64(limit-len(big))).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return append(big, small...), nil
 }
 
 // PlacesByNames answers places with one of the normalised names, most
@@ -127,20 +142,26 @@ func (s *Store) NamesByPrefix(ctx context.Context, p string, rev bool, countryIS
 	return names, err
 }
 
-// SimilarNames lists names close to q by trigram similarity (PostgreSQL's
-// pg_trgm, over its GIN index); nil on SQLite.
+// SimilarNames lists the names most similar to q by trigrams (PostgreSQL's
+// pg_trgm: nearest first over the GiST index); nil on SQLite.
 func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit int) ([]string, error) {
 	if !s.pg {
 		return nil, nil
 	}
-	var names []string
-	sel := s.db.NewSelect().Model((*placeRow)(nil)).Column("name_norm").
-		Where("name_norm % ?", q)
-	err := country(sel, countryISO).
-		GroupExpr("name_norm").
-		OrderExpr("similarity(name_norm, ?) DESC, name_norm", q).
-		Limit(int64(limit)).Scan(ctx, &names)
-	return names, err
+	var rows []placeRow
+	sel := s.db.NewSelect().Model(&rows).Column("name_norm").Where("name_norm % ?", q)
+	if err := country(sel, countryISO).OrderExpr("name_norm <-> ?", q).Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(rows))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.NameNorm] {
+			seen[r.NameNorm] = true
+			names = append(names, r.NameNorm)
+		}
+	}
+	return names, nil
 }
 
 // PostcodesByPrefix answers postcodes whose normalised code starts with p:
