@@ -3,10 +3,10 @@ package system_test
 import (
 	"testing"
 
-	"github.com/agritrade/api/system"
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/testkit"
+	"github.com/agritrade/api/system"
 	"github.com/uptrace/bun"
 )
 

@@ -37,6 +37,11 @@ func newServe(f *rootFlags) *cobra.Command {
 			}
 			defer wg.Wait()
 			log := p.Log.Entry()
+			go func() {
+				if err := srv.DocsReady(); err != nil {
+					log.WithError(err).Error("the OpenAPI documents could not be built; /openapi.json answers 500")
+				}
+			}()
 			return srv.Serve(ctx, p.Config.HTTP.Addr, func(addr net.Addr) {
 				log.WithField("addr", addr.String()).WithField("startup", time.Since(start).Round(time.Millisecond).String()).
 					WithField("database", p.DB.Dialect().Name().String()).Info("AgriTrade API ready")

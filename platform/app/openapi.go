@@ -3,114 +3,160 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"reflect"
 	"sort"
 
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/module"
-	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/gin-gonic/gin"
+	"go.yaml.in/yaml/v3"
 )
 
-// LoadOpenAPI parses and validates an OpenAPI document.
-func LoadOpenAPI(yamlOrJSON []byte) (*openapi3.T, error) {
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(yamlOrJSON)
-	if err != nil {
-		return nil, err
+type document = map[string]any
+
+func decodeDoc(name string, raw []byte) (document, error) {
+	var d document
+	if err := yaml.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("openapi of %s: %w", name, err)
 	}
-	if err := doc.Validate(loader.Context); err != nil {
-		return nil, err
+	if d == nil {
+		return nil, fmt.Errorf("openapi of %s is empty", name)
 	}
-	return doc, nil
+	return d, nil
 }
 
-func moduleDocJSON(m module.Module) ([]byte, error) {
-	doc, err := LoadOpenAPI(m.OpenAPI())
-	if err != nil {
-		return nil, fmt.Errorf("openapi of %s: %w", m.Name(), err)
-	}
-	doc.Info.Version = m.Version()
-	return json.Marshal(doc)
-}
-
-// mergeOpenAPI joins the platform document and every module's into one. Paths
-// are disjoint by module prefix; components of the same name must be equal, and
-// a clash is an error that the server tests catch before it can be served.
-func mergeOpenAPI(platform []byte, mods []module.Module, build string) ([]byte, error) {
-	base, err := LoadOpenAPI(platform)
-	if err != nil {
-		return nil, fmt.Errorf("platform openapi: %w", err)
-	}
-	base.Info.Title = "AgriTrade API"
-	base.Info.Version = build
-	if base.Components == nil {
-		base.Components = &openapi3.Components{}
-	}
-	tags := map[string]bool{}
-	for _, t := range base.Tags {
-		tags[t.Name] = true
-	}
+// moduleDocs decodes every module's document once, with its version set from
+// the module's code so that the two can never disagree.
+func moduleDocs(mods []module.Module) (map[string]document, error) {
+	out := make(map[string]document, len(mods))
 	for _, m := range mods {
-		doc, err := LoadOpenAPI(m.OpenAPI())
+		d, err := decodeDoc(m.Name(), m.OpenAPI())
 		if err != nil {
-			return nil, fmt.Errorf("openapi of %s: %w", m.Name(), err)
-		}
-		for _, path := range doc.Paths.InMatchingOrder() {
-			if base.Paths.Value(path) != nil {
-				return nil, fmt.Errorf("openapi of %s: path %s defined twice", m.Name(), path)
-			}
-			base.Paths.Set(path, doc.Paths.Value(path))
-		}
-		for _, t := range doc.Tags {
-			if !tags[t.Name] {
-				tags[t.Name] = true
-				base.Tags = append(base.Tags, t)
-			}
-		}
-		if err := mergeComponents(base.Components, doc.Components, m.Name()); err != nil {
 			return nil, err
 		}
+		obj(d, "info")["version"] = m.Version()
+		out[m.Name()] = d
 	}
-	sort.SliceStable(base.Tags, func(i, j int) bool { return base.Tags[i].Name < base.Tags[j].Name })
+	return out, nil
+}
+
+// mergeOpenAPI joins the platform document and the modules' into one. Paths are
+// disjoint by module prefix; components of the same name must be equal, and a
+// clash is an error that the server tests catch before it can be served.
+func mergeOpenAPI(platform []byte, mods []module.Module, docs map[string]document, build string) ([]byte, error) {
+	base, err := decodeDoc(PlatformName, platform)
+	if err != nil {
+		return nil, err
+	}
+	info := obj(base, "info")
+	info["title"] = "AgriTrade API"
+	info["version"] = build
+	paths := obj(base, "paths")
+	comps := obj(base, "components")
+	tags := map[string]bool{}
+	baseTags, _ := base["tags"].([]any)
+	for _, t := range baseTags {
+		if tm, ok := t.(document); ok {
+			tags[fmt.Sprint(tm["name"])] = true
+		}
+	}
+	for _, m := range mods {
+		d := docs[m.Name()]
+		for p, item := range obj(d, "paths") {
+			if _, dup := paths[p]; dup {
+				return nil, fmt.Errorf("openapi of %s: path %s defined twice", m.Name(), p)
+			}
+			paths[p] = item
+		}
+		modTags, _ := d["tags"].([]any)
+		for _, t := range modTags {
+			tm, ok := t.(document)
+			if !ok || tags[fmt.Sprint(tm["name"])] {
+				continue
+			}
+			tags[fmt.Sprint(tm["name"])] = true
+			baseTags = append(baseTags, t)
+		}
+		for kind, entries := range obj(d, "components") {
+			em, ok := entries.(document)
+			if !ok {
+				continue
+			}
+			dst := obj(comps, kind)
+			for name, v := range em {
+				if have, ok := dst[name]; ok && !reflect.DeepEqual(have, v) {
+					return nil, fmt.Errorf("openapi of %s: %s %q differs from one already defined", m.Name(), kind, name)
+				}
+				dst[name] = v
+			}
+		}
+	}
+	sort.SliceStable(baseTags, func(i, j int) bool {
+		a, _ := baseTags[i].(document)
+		b, _ := baseTags[j].(document)
+		return fmt.Sprint(a["name"]) < fmt.Sprint(b["name"])
+	})
+	base["tags"] = baseTags
 	return json.Marshal(base)
 }
 
-func mergeComponents(dst *openapi3.Components, src *openapi3.Components, module string) error {
-	if src == nil {
-		return nil
+// obj returns the object under key, creating it when missing.
+func obj(d document, key string) document {
+	if v, ok := d[key].(document); ok {
+		return v
 	}
-	if err := mergeMap(&dst.Schemas, src.Schemas, module, "schema"); err != nil {
-		return err
-	}
-	if err := mergeMap(&dst.Responses, src.Responses, module, "response"); err != nil {
-		return err
-	}
-	if err := mergeMap(&dst.Parameters, src.Parameters, module, "parameter"); err != nil {
-		return err
-	}
-	if err := mergeMap(&dst.Headers, src.Headers, module, "header"); err != nil {
-		return err
-	}
-	if err := mergeMap(&dst.RequestBodies, src.RequestBodies, module, "request body"); err != nil {
-		return err
-	}
-	return mergeMap(&dst.SecuritySchemes, src.SecuritySchemes, module, "security scheme")
+	v := document{}
+	d[key] = v
+	return v
 }
 
-// mergeMap copies src entries into dst; an entry already there must be equal
-// in JSON, because both documents' $refs point at the same name.
-func mergeMap[M ~map[string]V, V any](dst *M, src M, module, kind string) error {
-	if *dst == nil {
-		*dst = M{}
+// docSet holds the served JSON documents, built once in the background.
+type docSet struct {
+	ready  chan struct{}
+	merged []byte
+	byName map[string][]byte
+	err    error
+}
+
+func newDocSet() *docSet { return &docSet{ready: make(chan struct{}), byName: map[string][]byte{}} }
+
+func (d *docSet) build(platform []byte, mods []module.Module, build string) {
+	defer close(d.ready)
+	docs, err := moduleDocs(mods)
+	if err != nil {
+		d.err = err
+		return
 	}
-	for name, v := range src {
-		if have, ok := (*dst)[name]; ok {
-			a, _ := json.Marshal(have)
-			b, _ := json.Marshal(v)
-			if string(a) != string(b) {
-				return fmt.Errorf("openapi of %s: %s %q differs from one already defined", module, kind, name)
-			}
-			continue
+	for name, doc := range docs {
+		if d.byName[name], err = json.Marshal(doc); err != nil {
+			d.err = err
+			return
 		}
-		(*dst)[name] = v
 	}
+	d.merged, d.err = mergeOpenAPI(platform, mods, docs, build)
+}
+
+// Wait blocks until the documents are built and returns the build error.
+func (d *docSet) Wait() error {
+	<-d.ready
+	return d.err
+}
+
+// serve answers the merged document (name "") or a module's.
+func (d *docSet) serve(c *gin.Context, name string) error {
+	select {
+	case <-d.ready:
+	case <-c.Request.Context().Done():
+		return c.Request.Context().Err()
+	}
+	if d.err != nil {
+		return apierr.Internal(d.err)
+	}
+	body := d.merged
+	if name != "" {
+		body = d.byName[name]
+	}
+	c.Data(http.StatusOK, "application/json", body)
 	return nil
 }

@@ -41,13 +41,12 @@ type Server struct {
 	Engine   *gin.Engine
 	Build    string
 	checkers []Checker
-	openapi  []byte
-	modDocs  map[string][]byte
+	docs     *docSet
 }
 
 // NewServer mounts the platform routes and every module's routes.
 func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error) {
-	s := &Server{P: p, Modules: mods, Build: build, modDocs: map[string][]byte{}}
+	s := &Server{P: p, Modules: mods, Build: build, docs: newDocSet()}
 	s.Engine = httpx.NewEngine(httpx.Options{
 		Debug:        p.Config.Debug,
 		MaxBodyBytes: p.Config.HTTP.MaxBodyKB * 1024,
@@ -63,29 +62,25 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 	}
 	s.mountPlatform()
 	for _, m := range mods {
-		if err := s.mountModule(m); err != nil {
-			return nil, err
-		}
+		s.mountModule(m)
 	}
+	// Decoding the YAML documents is the slowest part of start-up and nothing
+	// but the document routes needs it, so it runs beside the server.
+	go s.docs.build(platformOpenAPI, mods, build)
 	return s, nil
 }
 
 // AddChecker adds a dependency to the readiness check.
 func (s *Server) AddChecker(c Checker) { s.checkers = append(s.checkers, c) }
 
-func (s *Server) mountModule(m module.Module) error {
+func (s *Server) mountModule(m module.Module) {
 	major := "v" + strings.SplitN(m.Version(), ".", 2)[0]
 	log := s.P.Logs.Module(m.Name())
 	g := s.Engine.Group("/"+m.Name()+"/"+major, httpx.Scope(log, m.Version()))
-	doc, err := moduleDocJSON(m)
-	if err != nil {
-		return err
-	}
-	s.modDocs[m.Name()] = doc
-	g.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", doc) })
+	name := m.Name()
+	g.GET("/openapi.json", httpx.H(func(c *gin.Context) error { return s.docs.serve(c, name) }))
 	s.P.Settings.Mount(g, m.Name())
 	m.Mount(module.Routes{API: g, Root: s.Engine})
-	return nil
 }
 
 func (s *Server) mountPlatform() {
@@ -100,7 +95,7 @@ func (s *Server) mountPlatform() {
 		c.JSON(http.StatusOK, v)
 	})
 	e.GET("/metrics", auth.RequireRole(auth.RoleAdmin), s.P.Metrics.Handler())
-	e.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", s.openapi) })
+	e.GET("/openapi.json", httpx.H(func(c *gin.Context) error { return s.docs.serve(c, "") }))
 }
 
 func (s *Server) ready(c *gin.Context) {
@@ -125,11 +120,6 @@ func (s *Server) ready(c *gin.Context) {
 }
 
 func (s *Server) mountDocs() error {
-	merged, err := mergeOpenAPI(platformOpenAPI, s.Modules, s.Build)
-	if err != nil {
-		return err
-	}
-	s.openapi = merged
 	sub, err := fs.Sub(docsFS, "docs")
 	if err != nil {
 		return err
@@ -139,8 +129,8 @@ func (s *Server) mountDocs() error {
 		return err
 	}
 	serveIndex := func(c *gin.Context) { c.Data(http.StatusOK, "text/html; charset=utf-8", index) }
-	s.Engine.GET("/docs", serveIndex)
-	s.Engine.GET("/docs/*asset", func(c *gin.Context) {
+	s.Engine.GET("/docs", docsSecurity, serveIndex)
+	s.Engine.GET("/docs/*asset", docsSecurity, func(c *gin.Context) {
 		name := strings.TrimPrefix(c.Param("asset"), "/")
 		if name == "" || name == "index.html" {
 			serveIndex(c)
@@ -149,6 +139,14 @@ func (s *Server) mountDocs() error {
 		c.FileFromFS(name, http.FS(sub))
 	})
 	return nil
+}
+
+// docsSecurity keeps the docs page to its own origin: it has no inline code, and
+// everything it shows from the document is inserted as text.
+func docsSecurity(c *gin.Context) {
+	c.Header("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Next()
 }
 
 // Start migrates nothing: it loads stored settings, seeds every module and
@@ -236,3 +234,7 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	}
 	return nil
 }
+
+// DocsReady waits until the OpenAPI documents are built; an error means a
+// module's document is broken or clashes with another's.
+func (s *Server) DocsReady() error { return s.docs.Wait() }

@@ -42,7 +42,9 @@ func AdminSettingsScenarios(t *testing.T, s *Server, module, other string) {
 		{Name: "put400type", Req: Request{Method: http.MethodPut, Path: path, Token: admin, JSON: `{"logging":{"level":5}}`}, Status: http.StatusBadRequest, Code: "validation_failed"},
 		{Name: "put200", Req: Request{Method: http.MethodPut, Path: path, Token: admin, JSON: map[string]any{"logging": map[string]any{"level": "debug", "filter": "files, loads:*,-loads:import"}}}, Status: http.StatusOK,
 			Check: func(t *testing.T, r *Response) {
-				var doc struct{ Logging struct{ Level, Filter string } }
+				var doc struct {
+					Logging struct{ Level, Filter string }
+				}
 				r.Decode(t, &doc)
 				if doc.Logging.Level != "debug" || doc.Logging.Filter != "files,loads:*,-loads:import" {
 					t.Fatalf("answer %s", r.Body)
@@ -61,7 +63,9 @@ func AdminSettingsScenarios(t *testing.T, s *Server, module, other string) {
 			}},
 		{Name: "get200", Req: Request{Method: http.MethodGet, Path: path, Token: admin}, Status: http.StatusOK,
 			Check: func(t *testing.T, r *Response) {
-				var doc struct{ Logging struct{ Level, Filter string } }
+				var doc struct {
+					Logging struct{ Level, Filter string }
+				}
 				r.Decode(t, &doc)
 				if doc.Logging.Level != "debug" || doc.Logging.Filter != "files,loads:*,-loads:import" {
 					t.Fatalf("answer %s", r.Body)
@@ -69,7 +73,9 @@ func AdminSettingsScenarios(t *testing.T, s *Server, module, other string) {
 			}},
 		{Name: "put200levelOnlyKeepsFilter", Req: Request{Method: http.MethodPut, Path: path, Token: admin, JSON: map[string]any{"logging": map[string]any{"level": "warn"}}}, Status: http.StatusOK,
 			Check: func(t *testing.T, r *Response) {
-				var doc struct{ Logging struct{ Level, Filter string } }
+				var doc struct {
+					Logging struct{ Level, Filter string }
+				}
 				r.Decode(t, &doc)
 				if doc.Logging.Level != "warning" || doc.Logging.Filter != "files,loads:*,-loads:import" {
 					t.Fatalf("answer %s", r.Body)

@@ -114,16 +114,36 @@
   function markdown(text, cls) {
     var box = el('div', { class: 'md' + (cls ? ' ' + cls : '') });
     if (typeof text !== 'string' || !text.trim()) return box;
-    text.replace(/\r\n?/g, '\n').split(/\n\s*\n/).forEach(function (block) {
-      var lines = block.split('\n');
-      if (lines.every(function (l) { return /^\s*[-*]\s+/.test(l) || !l.trim(); })) {
-        box.appendChild(el('ul', null, lines.filter(function (l) { return l.trim(); }).map(function (l) {
-          return el('li', null, inline(l.replace(/^\s*[-*]\s+/, '')));
-        })));
-      } else {
-        box.appendChild(el('p', null, inline(lines.join(' ').trim())));
+    var para = [];
+    var list = null; // {node, items: [[lines]]}
+    function flushPara() {
+      if (para.length) box.appendChild(el('p', null, inline(para.join(' '))));
+      para = [];
+    }
+    function flushList() {
+      if (!list) return;
+      list.items.forEach(function (lines) { list.node.appendChild(el('li', null, inline(lines.join(' ')))); });
+      box.appendChild(list.node);
+      list = null;
+    }
+    text.replace(/\r\n?/g, '\n').split('\n').forEach(function (line) {
+      var trimmed = line.trim();
+      if (!trimmed) { flushPara(); flushList(); return; }
+      var bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
+      var numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
+      if (bullet || numbered) {
+        var tag = bullet ? 'ul' : 'ol';
+        flushPara();
+        if (list && list.node.tagName.toLowerCase() !== tag) flushList();
+        if (!list) list = { node: el(tag), items: [] };
+        list.items.push([(bullet || numbered)[1].trim()]);
+        return;
       }
+      if (list) { list.items[list.items.length - 1].push(trimmed); return; } // continuation of an item
+      para.push(trimmed);
     });
+    flushPara();
+    flushList();
     return box;
   }
 
@@ -696,7 +716,7 @@
         var det = el('details', { class: 'response', open: i === 0 });
         det.appendChild(el('summary', null, [
           el('span', { class: 'status s' + String(code).charAt(0), text: code }),
-          el('span', { class: 'response-desc', text: (r.description || '').split('\n')[0] })
+          el('span', { class: 'response-desc' }, inline((r.description || '').split('\n')[0]))
         ]));
         var inner = el('div', { class: 'response-body' });
         if (r.description && r.description.indexOf('\n') >= 0) inner.appendChild(markdown(r.description));

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agritrade/api/platform/testkit"
+)
+
+// binary is the agritrade binary built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agritrade-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "agritrade")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build agritrade:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// process is a running `agritrade serve`.
+type process struct {
+	cmd     *exec.Cmd
+	base    string
+	startup time.Duration
+	out     *bytes.Buffer
+}
+
+var listening = regexp.MustCompile(`listening on (\S+)`)
+
+func serve(t *testing.T, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), append([]string{"AGRITRADE_HTTP_ADDR=127.0.0.1:0", "AGRITRADE_LOG_FORMAT=json"}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	cmd.Stderr = logs
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, out: logs}
+	t.Cleanup(func() { p.stop(t) })
+	lines := bufio.NewScanner(stdout)
+	found := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if m := listening.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case addr := <-found:
+		p.base = "http://" + addr
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not start; logs:\n%s", logs)
+	}
+	// Ready means /readyz answers 200, which is what an orchestrator waits for.
+	for {
+		if res, err := http.Get(p.base + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.startup = time.Since(start)
+	return p
+}
+
+func (p *process) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve exited with %v after SIGTERM; logs:\n%s", err, p.out)
+		}
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Errorf("serve did not stop within 30s of SIGTERM")
+	}
+}
+
+func (p *process) call(t *testing.T, method, path, token, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, p.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, b
+}
+
+func mint(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"token"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("token: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestFreshInstallOnSQLite is what a new user does: serve with nothing set,
+// read the versions and docs, mint a token and use the admin routes.
+func TestFreshInstallOnSQLite(t *testing.T) {
+	data := t.TempDir()
+	env := []string{"AGRITRADE_DATA_DIR=" + data}
+	p := serve(t, env...)
+	t.Logf("start-up to ready on a fresh SQLite data dir: %s", p.startup)
+
+	status, hdr, body := p.call(t, http.MethodGet, "/versions", "", "")
+	var v map[string]string
+	if err := json.Unmarshal(body, &v); err != nil || status != 200 || v["system"] != "1.0.0" || v["logistics"] != "1.0.0" || v["livestock"] != "1.0.0" || v["build"] == "" {
+		t.Fatalf("/versions: %d %s", status, body)
+	}
+	if hdr.Get("X-Request-ID") == "" || hdr.Get("X-API-Version") != "platform/1.0.0" {
+		t.Fatalf("platform headers %v", hdr)
+	}
+	status, hdr, body = p.call(t, http.MethodGet, "/docs", "", "")
+	if status != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !bytes.Contains(body, []byte("AgriTrade API")) {
+		t.Fatalf("/docs: %d %s", status, hdr)
+	}
+	for _, asset := range []string{"/docs/docs.js", "/docs/docs.css", "/openapi.json", "/system/v1/openapi.json", "/logistics/v1/openapi.json", "/livestock/v1/openapi.json"} {
+		if status, _, _ := p.call(t, http.MethodGet, asset, "", ""); status != 200 {
+			t.Fatalf("%s: %d", asset, status)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "agritrade.db")); err != nil {
+		t.Fatalf("no SQLite database in the data dir: %v", err)
+	}
+
+	// The token command reads the secret that serve generated in the data dir.
+	admin := mint(t, env, "--sub", "U1", "--name", "Ann Smith", "--org", "O1", "--org-name", "Smith Farms", "--orgs", "O1,O2", "--roles", "admin", "--ttl", "1h")
+	for _, m := range []string{"system", "logistics", "livestock"} {
+		status, hdr, body := p.call(t, http.MethodPut, "/"+m+"/v1/admin/settings", admin, `{"logging":{"level":"debug","filter":"files,loads:*,-loads:import"}}`)
+		if status != 200 || hdr.Get("X-API-Version") != m+"/1.0.0" || !bytes.Contains(body, []byte(`"level":"debug"`)) {
+			t.Fatalf("PUT %s settings: %d %s", m, status, body)
+		}
+	}
+	expired := mint(t, env, "--sub", "U1", "--roles", "admin", "--ttl", "-1h")
+	if status, _, _ := p.call(t, http.MethodGet, "/system/v1/admin/settings", expired, ""); status != 401 {
+		t.Fatalf("expired token: %d", status)
+	}
+	if status, _, _ := p.call(t, http.MethodGet, "/metrics", "", ""); status != 401 {
+		t.Fatalf("/metrics without a token: %d", status)
+	}
+	status, _, body = p.call(t, http.MethodGet, "/metrics", admin, "")
+	if status != 200 || !bytes.Contains(body, []byte("agritrade_http_requests_total")) {
+		t.Fatalf("/metrics: %d", status)
+	}
+
+	// Settings persist across a restart.
+	p.stop(t)
+	p2 := serve(t, env...)
+	_, _, body = p2.call(t, http.MethodGet, "/logistics/v1/admin/settings", admin, "")
+	if !bytes.Contains(body, []byte(`"level":"debug"`)) || !bytes.Contains(body, []byte(`loads:*`)) {
+		t.Fatalf("settings lost across restart: %s", body)
+	}
+	t.Logf("start-up to ready on an existing SQLite data dir: %s", p2.startup)
+}
+
+// TestLogSettingsReachEveryReplica runs two servers on one PostgreSQL
+// database: a PUT on one must change the other's level within a second.
+func TestLogSettingsReachEveryReplica(t *testing.T) {
+	dsn := testkit.PostgresDSN(t)
+	env := []string{"AGRITRADE_DB_DSN=" + dsn, "AGRITRADE_AUTH_SECRET=replica-secret", "AGRITRADE_DATA_DIR=" + t.TempDir()}
+	a := serve(t, env...)
+	b := serve(t, env...)
+	admin := mint(t, env, "--sub", "ops", "--roles", "admin")
+	if _, _, body := b.call(t, http.MethodGet, "/livestock/v1/admin/settings", admin, ""); !bytes.Contains(body, []byte(`"level":"info"`)) {
+		t.Fatalf("replica b starts at %s", body)
+	}
+	start := time.Now()
+	if status, _, body := a.call(t, http.MethodPut, "/livestock/v1/admin/settings", admin, `{"logging":{"level":"trace","filter":"listings:*"}}`); status != 200 {
+		t.Fatalf("PUT on a: %d %s", status, body)
+	}
+	deadline := start.Add(time.Second)
+	for {
+		_, _, body := b.call(t, http.MethodGet, "/livestock/v1/admin/settings", admin, "")
+		if bytes.Contains(body, []byte(`"level":"trace"`)) && bytes.Contains(body, []byte(`"filter":"listings:*"`)) {
+			t.Logf("replica b followed replica a after %s", time.Since(start))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica b still answers %s one second after the PUT on a", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Only that module changed on b.
+	if _, _, body := b.call(t, http.MethodGet, "/system/v1/admin/settings", admin, ""); !bytes.Contains(body, []byte(`"level":"info"`)) {
+		t.Fatalf("system module on b changed too: %s", body)
+	}
+}

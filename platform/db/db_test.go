@@ -1,0 +1,101 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+	"testing/fstest"
+
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/testkit"
+	"github.com/uptrace/bun"
+)
+
+var migrationFiles = fstest.MapFS{
+	"0001_things.up.sql":         {Data: []byte("-- a table on both dialects\nCREATE TABLE things (\n  id TEXT PRIMARY KEY,\n  name TEXT NOT NULL UNIQUE,\n  made_at TIMESTAMPTZ NOT NULL\n);\nCREATE INDEX things_made_at ON things (made_at);\n")},
+	"0001_things.down.sql":       {Data: []byte("DROP TABLE things;\n")},
+	"0002_dialect.pg.up.sql":     {Data: []byte("CREATE TABLE only_pg (id INT);\nCREATE FUNCTION agritrade_one() RETURNS int AS $$\nBEGIN\n  RETURN 1;\nEND;\n$$ LANGUAGE plpgsql;\n")},
+	"0002_dialect.sqlite.up.sql": {Data: []byte("CREATE TABLE only_sqlite (id INTEGER);\n")},
+	"0002_dialect.down.sql":      {Data: []byte("SELECT 1;\n")},
+	"0003_only_pg.pg.up.sql":     {Data: []byte("CREATE INDEX things_name_lower ON things (lower(name));\n")},
+	"notes.md":                   {Data: []byte("ignored")},
+}
+
+func tableExists(t *testing.T, bdb *bun.DB, name string) bool {
+	t.Helper()
+	q := "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?"
+	if db.IsPostgres(bdb) {
+		q = "SELECT count(*) FROM information_schema.tables WHERE table_name=?"
+	}
+	var n int
+	if err := bdb.QueryRowContext(context.Background(), q, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
+func TestSQLMigrationsOnBothDialects(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		ctx := context.Background()
+		ms, err := db.SQLMigrations(migrationFiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(ms.Sorted()); n != 3 {
+			t.Fatalf("%d migrations, want 3", n)
+		}
+		if _, err := db.MigrateUp(ctx, bdb, "demo", ms); err != nil {
+			t.Fatal(err)
+		}
+		pg := db.IsPostgres(bdb)
+		if !tableExists(t, bdb, "things") || tableExists(t, bdb, "only_pg") != pg || tableExists(t, bdb, "only_sqlite") == pg {
+			t.Fatalf("dialect variants applied wrongly (postgres=%v)", pg)
+		}
+		// Per-module tables: another set does not see these migrations.
+		applied, pending, err := db.Status(ctx, bdb, "demo", ms)
+		if err != nil || len(applied) != 3 || len(pending) != 0 {
+			t.Fatalf("status %d applied %d pending %v", len(applied), len(pending), err)
+		}
+		if !tableExists(t, bdb, "bun_migrations_demo") {
+			t.Fatal("no per-module migrations table")
+		}
+		// Running again is a no-op.
+		g, err := db.MigrateUp(ctx, bdb, "demo", ms)
+		if err != nil || !g.IsZero() {
+			t.Fatalf("second run applied %v (%v)", g, err)
+		}
+		// Unique violations are recognised on both dialects.
+		ins := "INSERT INTO things (id, name, made_at) VALUES (?, ?, CURRENT_TIMESTAMP)"
+		if _, err := bdb.ExecContext(ctx, ins, "a", "same"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bdb.ExecContext(ctx, ins, "b", "same")
+		if !db.IsUniqueViolation(err) {
+			t.Fatalf("unique violation not recognised: %v", err)
+		}
+		if _, err := db.MigrateDown(ctx, bdb, "demo", ms); err != nil {
+			t.Fatal(err)
+		}
+		if tableExists(t, bdb, "things") {
+			t.Fatal("rollback left the table")
+		}
+	})
+}
+
+func TestSplitStatements(t *testing.T) {
+	got := db.SplitStatements("-- c\nCREATE TABLE a (x int);\n\nCREATE FUNCTION f() RETURNS int AS $$\nBEGIN\n  RETURN 1;\nEND;\n$$ LANGUAGE plpgsql;\nSELECT 1")
+	if len(got) != 3 || got[2] != "SELECT 1" {
+		t.Fatalf("%d statements: %q", len(got), got)
+	}
+}
+
+func TestSQLiteIsWAL(t *testing.T) {
+	bdb := testkit.DB(t, testkit.SQLite)
+	var mode string
+	if err := bdb.QueryRowContext(context.Background(), "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal mode %q (%v)", mode, err)
+	}
+	var timeout int
+	if err := bdb.QueryRowContext(context.Background(), "PRAGMA busy_timeout").Scan(&timeout); err != nil || timeout < 1000 {
+		t.Fatalf("busy timeout %d (%v)", timeout, err)
+	}
+}
