@@ -110,7 +110,7 @@ func (s *Store) PlacesByPrefix(ctx context.Context, p, countryISO string, limit 
 	}
 	var small []placeRow
 	q = s.prefix(s.db.NewSelect().Model(&small), "name_norm", p).Where("population < ?", bigPlace)
-	if err := country(q, countryISO).OrderExpr("name_norm, id").Limit(int64(limit-len(big))).Scan(ctx); err != nil {
+	if err := country(q, countryISO).OrderExpr("name_norm, id").Limit(int64(limit - len(big))).Scan(ctx); err != nil {
 		return nil, err
 	}
 	return append(big, small...), nil
