@@ -110,7 +110,8 @@ func (s *Store) PlacesByPrefix(ctx context.Context, p, countryISO string, limit 
 	}
 	var small []placeRow
 	q = s.prefix(s.db.NewSelect().Model(&small), "name_norm", p).Where("population < ?", bigPlace)
-	if err := country(q, countryISO).OrderExpr("name_norm, id").Limit(int64(limit - len(big))).Scan(ctx); err != nil {
+	// name_norm alone, so that the index gives the order and the scan stops at the limit.
+	if err := country(q, countryISO).OrderExpr("name_norm").Limit(int64(limit - len(big))).Scan(ctx); err != nil {
 		return nil, err
 	}
 	return append(big, small...), nil
@@ -165,15 +166,24 @@ func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit in
 }
 
 // PostcodesByPrefix answers postcodes whose normalised code starts with p:
-// the exact code first, then districts, then by code.
+// first the districts and codes without hierarchy (the exact code, then the
+// shortest; a partial index holds them), then full postcodes in code order.
+// Both are index range scans bounded by limit.
 func (s *Store) PostcodesByPrefix(ctx context.Context, p, countryISO string, limit int) ([]postcodeRow, error) {
-	var rows []postcodeRow
-	q := s.prefix(s.db.NewSelect().Model(&rows), "code_norm", p)
+	var top []postcodeRow
+	q := s.prefix(s.db.NewSelect().Model(&top), "code_norm", p).Where("parent = ''")
 	err := country(q, countryISO).
-		OrderExpr("CASE WHEN code_norm = ? THEN 0 ELSE 1 END", p).
-		OrderExpr("CASE WHEN is_district THEN 0 ELSE 1 END, length(code_norm), code_norm, country_iso").
+		OrderExpr("CASE WHEN code_norm = ? THEN 0 ELSE 1 END, length(code_norm), code_norm, country_iso", p).
 		Limit(int64(limit)).Scan(ctx)
-	return rows, err
+	if err != nil || len(top) >= limit {
+		return top, err
+	}
+	var full []postcodeRow
+	q = s.prefix(s.db.NewSelect().Model(&full), "code_norm", p).Where("parent <> ''")
+	if err := country(q, countryISO).OrderExpr("code_norm").Limit(int64(limit - len(top))).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return append(top, full...), nil
 }
 
 // PostcodeByCode answers the postcodes with exactly this normalised code
@@ -307,7 +317,8 @@ func (s *Store) UpsertPostcodes(ctx context.Context, idb bun.IDB, rows []postcod
 // the caller's transaction): districts that only exist through their full postcodes get a
 // row of their own (at the centre of their postcodes), districts count their
 // postcodes and places count the postcodes named after them nearby. Each step
-// is one set-based statement, whatever the size of the gazetteer.
+// is one set-based statement, whatever the size of the gazetteer; two
+// replicas refreshing at once do not trip over each other's new districts.
 func (s *Store) RefreshCounts(ctx context.Context, idb bun.IDB) error {
 	stmts := []string{
 		`INSERT INTO gazetteer_postcodes (id, code, code_norm, parent, is_district, place_name, place_norm,
@@ -317,7 +328,8 @@ func (s *Store) RefreshCounts(ctx context.Context, idb bun.IDB) error {
 			 FROM gazetteer_postcodes c
 			 WHERE c.parent <> '' AND NOT EXISTS (
 			   SELECT 1 FROM gazetteer_postcodes d WHERE d.country_iso = c.country_iso AND d.code_norm = c.parent)
-			 GROUP BY c.country_iso, c.parent`,
+			 GROUP BY c.country_iso, c.parent
+			 ON CONFLICT (id) DO NOTHING`,
 		`UPDATE gazetteer_postcodes SET children = 0
 			 WHERE children <> 0 AND NOT EXISTS (SELECT 1 FROM gazetteer_postcodes c
 			   WHERE c.country_iso = gazetteer_postcodes.country_iso AND c.parent = gazetteer_postcodes.code_norm)`,
@@ -374,6 +386,29 @@ func (s *Store) Counts(ctx context.Context) (places, postcodes int, err error) {
 	}
 	nc, err := s.db.NewSelect().Model((*postcodeRow)(nil)).Count(ctx)
 	return int(np), int(nc), err
+}
+
+// bulkCacheKiB is SQLite's page cache for the connection of an import: the
+// default 2 MiB makes every index insertion of a large load a page miss.
+const bulkCacheKiB = 65536
+
+// BulkConn reserves a connection for a bulk load, with a larger page cache on
+// SQLite; release restores the cache and returns the connection to the pool.
+func (s *Store) BulkConn(ctx context.Context) (conn bun.Conn, release func(), err error) {
+	if conn, err = s.db.Conn(ctx); err != nil {
+		return conn, nil, err
+	}
+	if s.pg {
+		return conn, func() { _ = conn.Close() }, nil
+	}
+	if _, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", bulkCacheKiB)); err != nil {
+		_ = conn.Close()
+		return conn, nil, err
+	}
+	return conn, func() {
+		_, _ = conn.ExecContext(context.Background(), "PRAGMA cache_size = -2000")
+		_ = conn.Close()
+	}, nil
 }
 
 // Analyze refreshes the planner's statistics after a bulk load, so that the
