@@ -1,14 +1,13 @@
 -- The gazetteer of the embedded location provider: populated places and
 -- postcodes with their coordinates, region (ISO 3166-2) and country.
 -- Names and codes are stored twice: as shown, and normalised for search
--- (name_norm: lower case, no accents, single spaces; name_rev: name_norm
--- reversed, so that a name's end can be searched by prefix for typo tolerance).
+-- (name_norm: lower case, no accents, letters and digits in words separated by
+-- single spaces; code_norm: upper case without spaces).
 
 CREATE TABLE gazetteer_places (
     id           TEXT PRIMARY KEY,
     name         TEXT NOT NULL,
     name_norm    TEXT NOT NULL,
-    name_rev     TEXT NOT NULL,
     kind         TEXT NOT NULL,
     country_iso  TEXT NOT NULL,
     country_name TEXT NOT NULL,

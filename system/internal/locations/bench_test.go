@@ -43,7 +43,7 @@ var (
 	// One name in four has a qualifier, as in English place names.
 	qualifiers = []string{"", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
 		"Upper ", "Lower ", "Great ", "Little ", "North ", "South ", "East ", "West ", "Nether ", "Long "}
-	areas      = []string{"AB", "BD", "CB", "DL", "EX", "GL", "HG", "KA", "LA", "ME", "NR", "OX", "PE", "RG", "SY", "TA", "WR", "YO"}
+	areas = []string{"AB", "BD", "CB", "DL", "EX", "GL", "HG", "KA", "LA", "ME", "NR", "OX", "PE", "RG", "SY", "TA", "WR", "YO"}
 )
 
 // benchName makes a plausible, often repeated, place name.

@@ -18,14 +18,14 @@ const (
 	postcodeIDPrefix = "pc:"
 )
 
-// Fuzzy search bounds: names shorter than minFuzzyLen are not corrected, short
-// names are corrected by looking every one-edit variant up, and candidate
-// lists are capped.
+// Fuzzy search bounds: names shorter than minFuzzyLen are not corrected,
+// variants are looked up for names of up to maxVariantLen letters (about 55
+// per letter), and candidate lists are capped.
 const (
-	minFuzzyLen      = 3
-	variantLookupMax = 5
-	candidateCap     = 2000
-	similarCap       = 50
+	minFuzzyLen   = 3
+	maxVariantLen = 40
+	candidateCap  = 2000
+	similarCap    = 50
 )
 
 // Reverse lookups widen the search box step by step, so that a dense
@@ -122,12 +122,11 @@ func (g *Gazetteer) searchNames(ctx context.Context, q SearchQuery) ([]SearchRes
 }
 
 // fuzzy finds names one typo away from n (a letter wrong, missing, extra or
-// two letters swapped), also as the start of a longer name. A name within one
-// edit of n keeps either n's first half or n's last half minus one letter
-// intact, so the candidates are the names starting with the first half and
-// those ending with the last part, both index range scans; short names are
-// also looked up by every variant. When nothing is one typo away, PostgreSQL
-// suggests trigram-similar names.
+// two letters swapped), also as the start of a longer name. A whole name one
+// typo away is one of n's one-edit variants: they are looked up at once, one
+// index seek each. A name typed in part with a typo in its second half still
+// starts with n's first half: those names are an index range, verified here.
+// When nothing is one typo away, PostgreSQL suggests trigram-similar towns.
 func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) ([]placeRow, error) {
 	r := []rune(n)
 	if len(r) < minFuzzyLen {
@@ -153,32 +152,19 @@ func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) 
 			}
 		}
 	}
-	if len(r) <= variantLookupMax {
-		rows, err := g.store.PlacesByNames(ctx, OneEditVariants(n), countryISO, limit)
+	if len(r) <= maxVariantLen {
+		names, err := g.store.NamesIn(ctx, OneEditVariants(n), countryISO)
 		if err != nil {
 			return nil, err
 		}
-		names := make([]string, len(rows))
-		for i, row := range rows {
-			names[i] = row.NameNorm
-		}
 		consider(names, false)
 	}
-	head := (len(r) + 1) / 2
-	names, err := g.store.NamesByPrefix(ctx, string(r[:head]), false, countryISO, candidateCap)
+	names, err := g.store.NamesByPrefix(ctx, string(r[:(len(r)+1)/2]), countryISO, candidateCap)
 	if err != nil {
 		return nil, err
 	}
 	consider(names, false)
-	if tail := len(r) - head - 1; tail >= 2 {
-		if names, err = g.store.NamesByPrefix(ctx, string([]rune(Reverse(n))[:tail]), true, countryISO, candidateCap); err != nil {
-			return nil, err
-		}
-		consider(names, false)
-	}
 	if len(rank) == 0 {
-		// Nothing one typo away: trigram-similar names, where the database
-		// has them, as looser suggestions.
 		if names, err = g.store.SimilarNames(ctx, n, countryISO, similarCap); err != nil {
 			return nil, err
 		}

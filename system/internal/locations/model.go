@@ -165,8 +165,8 @@ var fold = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NF
 
 // Normalize is the search form of a name: lower case, accents removed, every
 // run of other characters than letters and digits one space, trimmed. It is
-// the only form stored in and compared with the name_norm columns, so it never
-// holds LIKE or GLOB wildcards.
+// the only form stored in and compared with the name_norm columns: letters,
+// digits and single spaces, nothing a prefix range or a wildcard could trip on.
 func Normalize(s string) string {
 	if folded, _, err := transform.String(fold, s); err == nil {
 		s = folded
@@ -186,15 +186,6 @@ func Normalize(s string) string {
 		space = true
 	}
 	return b.String()
-}
-
-// Reverse reverses a string by runes (the name_rev column, for suffix search).
-func Reverse(s string) string {
-	r := []rune(s)
-	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
-		r[i], r[j] = r[j], r[i]
-	}
-	return string(r)
 }
 
 // Postcode is a parsed postcode.

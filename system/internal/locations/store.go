@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agritrade/api/platform/db"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
 )
 
 // placeRow is a row of gazetteer_places.
@@ -17,7 +19,6 @@ type placeRow struct {
 	ID          string  `bun:"id,pk"`
 	Name        string  `bun:"name"`
 	NameNorm    string  `bun:"name_norm"`
-	NameRev     string  `bun:"name_rev"`
 	Kind        string  `bun:"kind"`
 	CountryISO  string  `bun:"country_iso"`
 	CountryName string  `bun:"country_name"`
@@ -71,15 +72,18 @@ func NewStore(bdb *bun.DB) *Store { return &Store{db: bdb, pg: db.IsPostgres(bdb
 // DB is the database the store uses (for transactions of the importer).
 func (s *Store) DB() *bun.DB { return s.db }
 
-// prefix adds "col starts with p" in the form the dialect's index serves:
-// LIKE 'p%' over a text_pattern_ops index on PostgreSQL, GLOB 'p*' over a
-// BINARY index on SQLite. p is a normalised name or postcode, which holds no
-// wildcard characters of either.
+// prefixEnd is appended to a prefix to bound its range: no normalised name or
+// postcode holds it (Normalize keeps letters and digits only), and it sorts
+// after every other character byte-wise.
+const prefixEnd = "\U0010FFFF"
+
+// prefix adds "col starts with p" as a range over the column's byte order
+// (BINARY on SQLite, COLLATE "C" on PostgreSQL), which a plain B-tree index
+// serves and which gives the rows in index order. A LIKE would also match the
+// trigram index on PostgreSQL, which the planner may prefer and is far slower
+// for prefixes.
 func (s *Store) prefix(q *bun.SelectQuery, col, p string) *bun.SelectQuery {
-	if s.pg {
-		return q.Where("? LIKE ?", bun.Ident(col), p+"%")
-	}
-	return q.Where("? GLOB ?", bun.Ident(col), p+"*")
+	return q.Where("? >= ? AND ? < ?", bun.Ident(col), p, bun.Ident(col), p+prefixEnd)
 }
 
 func country(q *bun.SelectQuery, iso string) *bun.SelectQuery {
@@ -129,29 +133,53 @@ func (s *Store) PlacesByNames(ctx context.Context, names []string, countryISO st
 	return rows, err
 }
 
-// NamesByPrefix lists distinct normalised names starting with p (rev: of the
-// reversed names, i.e. names ending with the reverse of p): candidates of the
-// one-edit fuzzy search.
-func (s *Store) NamesByPrefix(ctx context.Context, p string, rev bool, countryISO string, limit int) ([]string, error) {
-	col := "name_norm"
-	if rev {
-		col = "name_rev"
-	}
+// NamesByPrefix lists distinct normalised names starting with p, in name
+// order: candidates of the fuzzy search for a name typed in part.
+func (s *Store) NamesByPrefix(ctx context.Context, p, countryISO string, limit int) ([]string, error) {
 	var names []string
-	q := s.prefix(s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm"), col, p)
+	q := s.prefix(s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm"), "name_norm", p)
 	err := country(q, countryISO).Limit(int64(limit)).Scan(ctx, &names)
 	return names, err
 }
 
-// SimilarNames lists the names most similar to q by trigrams (PostgreSQL's
-// pg_trgm: nearest first over the GiST index); nil on SQLite.
+// NamesIn answers which of the normalised names exist: one index lookup per
+// name, in one statement.
+func (s *Store) NamesIn(ctx context.Context, names []string, countryISO string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var found []string
+	q := s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm").Where("name_norm IN (?)", bun.In(names))
+	err := country(q, countryISO).Scan(ctx, &found)
+	return found, err
+}
+
+// similarTimeout bounds a trigram search: over a large gazetteer a query
+// with common trigrams can take long, and suggestions are a bonus.
+const similarTimeout = 250 * time.Millisecond
+
+// SimilarNames lists the names of towns (bigPlace people or more) most
+// similar to q by trigrams (PostgreSQL's pg_trgm: nearest first over the GiST
+// index); nil on SQLite, and nil when the search outlasts similarTimeout.
 func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit int) ([]string, error) {
 	if !s.pg {
 		return nil, nil
 	}
 	var rows []placeRow
-	sel := s.db.NewSelect().Model(&rows).Column("name_norm").Where("name_norm % ?", q)
-	if err := country(sel, countryISO).OrderExpr("name_norm <-> ?", q).Limit(int64(limit)).Scan(ctx); err != nil {
+	err := db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", similarTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		// The expression and the population bound are those of the partial
+		// trigram index gazetteer_places_name_trgm.
+		sel := tx.NewSelect().Model(&rows).Column("name_norm").
+			Where("population >= ?", bigPlace).Where("(' ' || name_norm) % ?", " "+q)
+		return country(sel, countryISO).OrderExpr("(' ' || name_norm) <-> ?", " "+q).Limit(int64(limit)).Scan(ctx)
+	})
+	if isQueryCanceled(err) && ctx.Err() == nil {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(rows))
@@ -163,6 +191,13 @@ func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit in
 		}
 	}
 	return names, nil
+}
+
+// isQueryCanceled tells whether PostgreSQL cancelled a statement (its
+// statement_timeout ran out).
+func isQueryCanceled(err error) bool {
+	var pgErr pgdriver.Error
+	return errors.As(err, &pgErr) && pgErr.Field('C') == "57014"
 }
 
 // PostcodesByPrefix answers postcodes whose normalised code starts with p:
@@ -281,7 +316,7 @@ func (s *Store) UpsertPlaces(ctx context.Context, idb bun.IDB, rows []placeRow) 
 	}
 	_, err := idb.NewInsert().Model(&rows).
 		On("CONFLICT (id) DO UPDATE").
-		Set("name = EXCLUDED.name, name_norm = EXCLUDED.name_norm, name_rev = EXCLUDED.name_rev, kind = EXCLUDED.kind").
+		Set("name = EXCLUDED.name, name_norm = EXCLUDED.name_norm, kind = EXCLUDED.kind").
 		Set("country_iso = EXCLUDED.country_iso, country_name = EXCLUDED.country_name").
 		Set("region_iso = EXCLUDED.region_iso, region_name = EXCLUDED.region_name").
 		Set("lat = EXCLUDED.lat, lon = EXCLUDED.lon, population = EXCLUDED.population").
