@@ -1,5 +1,5 @@
 // Command agritrade is the AgriTrade API server and its operator tools: serve,
-// migrate, token, version.
+// migrate, token, import, version.
 package main
 
 import (

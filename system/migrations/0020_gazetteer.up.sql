@@ -1,14 +1,13 @@
 -- The gazetteer of the embedded location provider: populated places and
 -- postcodes with their coordinates, region (ISO 3166-2) and country.
 -- Names and codes are stored twice: as shown, and normalised for search
--- (name_norm: lower case, no accents, single spaces; name_rev: name_norm
--- reversed, so that a name's end can be searched by prefix for typo tolerance).
+-- (name_norm: lower case, no accents, letters and digits in words separated by
+-- single spaces; code_norm: upper case without spaces).
 
 CREATE TABLE gazetteer_places (
     id           TEXT PRIMARY KEY,
     name         TEXT NOT NULL,
     name_norm    TEXT NOT NULL,
-    name_rev     TEXT NOT NULL,
     kind         TEXT NOT NULL,
     country_iso  TEXT NOT NULL,
     country_name TEXT NOT NULL,
@@ -26,8 +25,8 @@ CREATE TABLE gazetteer_places (
 -- Coordinates index: nearest-place queries range over lat and filter lon
 -- inside the index (bounding-box prefilter), then rank by great-circle distance.
 CREATE INDEX gazetteer_places_lat_lon ON gazetteer_places (lat, lon);
-CREATE UNIQUE INDEX gazetteer_places_three_words ON gazetteer_places (three_words);
-CREATE INDEX gazetteer_places_country_norm ON gazetteer_places (country_iso, name_norm);
+-- Few rows have a three-word address: a partial index keeps bulk loads light.
+CREATE UNIQUE INDEX gazetteer_places_three_words ON gazetteer_places (three_words) WHERE three_words IS NOT NULL;
 
 CREATE TABLE gazetteer_postcodes (
     id           TEXT PRIMARY KEY,
@@ -54,7 +53,7 @@ CREATE UNIQUE INDEX gazetteer_postcodes_country_code ON gazetteer_postcodes (cou
 CREATE INDEX gazetteer_postcodes_parent ON gazetteer_postcodes (country_iso, parent, code_norm);
 CREATE INDEX gazetteer_postcodes_place ON gazetteer_postcodes (country_iso, place_norm);
 CREATE INDEX gazetteer_postcodes_lat_lon ON gazetteer_postcodes (lat, lon);
-CREATE UNIQUE INDEX gazetteer_postcodes_three_words ON gazetteer_postcodes (three_words);
+CREATE UNIQUE INDEX gazetteer_postcodes_three_words ON gazetteer_postcodes (three_words) WHERE three_words IS NOT NULL;
 
 -- gazetteer_meta keeps small facts about the gazetteer, such as the hash of
 -- the seeded data set, so that starting up re-seeds only when it changed.

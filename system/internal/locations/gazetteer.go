@@ -18,14 +18,14 @@ const (
 	postcodeIDPrefix = "pc:"
 )
 
-// Fuzzy search bounds: names shorter than minFuzzyLen are not corrected, short
-// names are corrected by looking every one-edit variant up, and candidate
-// lists are capped.
+// Fuzzy search bounds: names shorter than minFuzzyLen are not corrected,
+// variants are looked up for names of up to maxVariantLen letters (about 55
+// per letter), and candidate lists are capped.
 const (
-	minFuzzyLen      = 3
-	variantLookupMax = 5
-	candidateCap     = 2000
-	similarCap       = 50
+	minFuzzyLen   = 3
+	maxVariantLen = 40
+	candidateCap  = 2000
+	similarCap    = 50
 )
 
 // Reverse lookups widen the search box step by step, so that a dense
@@ -64,7 +64,9 @@ func (g *Gazetteer) Search(ctx context.Context, q SearchQuery) ([]SearchResult, 
 	if q.Container != "" {
 		return g.expand(ctx, q)
 	}
-	if LooksLikePostcode(q.Text) {
+	// UK and Irish postcodes are recognised by their format; other countries'
+	// codes hold digits ("75001"), which place names do not.
+	if LooksLikePostcode(q.Text) || strings.ContainsAny(q.Text, "0123456789") {
 		res, err := g.searchPostcodes(ctx, q)
 		if err != nil || len(res) > 0 {
 			return res, len(res), err
@@ -76,6 +78,9 @@ func (g *Gazetteer) Search(ctx context.Context, q SearchQuery) ([]SearchResult, 
 
 func (g *Gazetteer) searchPostcodes(ctx context.Context, q SearchQuery) ([]SearchResult, error) {
 	norm := PostcodeNorm(q.Text)
+	if norm == "" {
+		return nil, nil
+	}
 	rows, err := g.store.PostcodesByPrefix(ctx, norm, q.Country, q.Limit)
 	if err != nil {
 		return nil, apierr.Internal(err)
@@ -117,12 +122,11 @@ func (g *Gazetteer) searchNames(ctx context.Context, q SearchQuery) ([]SearchRes
 }
 
 // fuzzy finds names one typo away from n (a letter wrong, missing, extra or
-// two letters swapped), also as the start of a longer name. A name within one
-// edit of n keeps either n's first half or n's last half minus one letter
-// intact, so the candidates are the names starting with the first half and
-// those ending with the last part, both index range scans; short names are
-// instead looked up by every variant. On PostgreSQL, trigram-similar names
-// follow as further suggestions.
+// two letters swapped), also as the start of a longer name. A whole name one
+// typo away is one of n's one-edit variants: they are looked up at once, one
+// index seek each. A name typed in part with a typo in its second half still
+// starts with n's first half: those names are an index range, verified here.
+// When nothing is one typo away, PostgreSQL suggests trigram-similar towns.
 func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) ([]placeRow, error) {
 	r := []rune(n)
 	if len(r) < minFuzzyLen {
@@ -148,33 +152,24 @@ func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) 
 			}
 		}
 	}
-	if len(r) <= variantLookupMax {
-		rows, err := g.store.PlacesByNames(ctx, OneEditVariants(n), countryISO, limit)
+	if len(r) <= maxVariantLen {
+		names, err := g.store.NamesIn(ctx, OneEditVariants(n), countryISO)
 		if err != nil {
 			return nil, err
 		}
-		names := make([]string, len(rows))
-		for i, row := range rows {
-			names[i] = row.NameNorm
-		}
 		consider(names, false)
 	}
-	head := (len(r) + 1) / 2
-	names, err := g.store.NamesByPrefix(ctx, string(r[:head]), false, countryISO, candidateCap)
+	names, err := g.store.NamesByPrefix(ctx, string(r[:(len(r)+1)/2]), countryISO, candidateCap)
 	if err != nil {
 		return nil, err
 	}
 	consider(names, false)
-	if tail := len(r) - head - 1; tail >= 2 {
-		if names, err = g.store.NamesByPrefix(ctx, string([]rune(Reverse(n))[:tail]), true, countryISO, candidateCap); err != nil {
+	if len(rank) == 0 {
+		if names, err = g.store.SimilarNames(ctx, n, countryISO, similarCap); err != nil {
 			return nil, err
 		}
-		consider(names, false)
+		consider(names, true)
 	}
-	if names, err = g.store.SimilarNames(ctx, n, countryISO, similarCap); err != nil {
-		return nil, err
-	}
-	consider(names, true)
 	if len(rank) == 0 {
 		return nil, nil
 	}

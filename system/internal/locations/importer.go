@@ -81,6 +81,11 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 	start := time.Now()
 	st := ImportStats{}
 	lines := newLineReader(r, maxImportLineSize)
+	conn, release, err := im.store.BulkConn(ctx)
+	if err != nil {
+		return st, err
+	}
+	defer release()
 	var (
 		places    []placeRow
 		postcodes []postcodeRow
@@ -105,7 +110,7 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 			return nil
 		}
 		if tx == nil {
-			t, err := im.store.DB().BeginTx(ctx, nil)
+			t, err := conn.BeginTx(ctx, nil)
 			if err != nil {
 				return err
 			}
@@ -211,7 +216,6 @@ func (im *Importer) Import(ctx context.Context, r io.Reader) (ImportStats, error
 		return st, err
 	}
 	st.Duration = time.Since(start)
-	var err error
 	st.Places, st.Postcodes, err = im.store.Counts(ctx)
 	return st, err
 }

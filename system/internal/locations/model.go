@@ -169,8 +169,8 @@ func newFold() transform.Transformer {
 
 // Normalize is the search form of a name: lower case, accents removed, every
 // run of other characters than letters and digits one space, trimmed. It is
-// the only form stored in and compared with the name_norm columns, so it never
-// holds LIKE or GLOB wildcards.
+// the only form stored in and compared with the name_norm columns: letters,
+// digits and single spaces, nothing a prefix range or a wildcard could trip on.
 func Normalize(s string) string {
 	if folded, _, err := transform.String(newFold(), s); err == nil {
 		s = folded
@@ -192,15 +192,6 @@ func Normalize(s string) string {
 	return b.String()
 }
 
-// Reverse reverses a string by runes (the name_rev column, for suffix search).
-func Reverse(s string) string {
-	r := []rune(s)
-	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
-		r[i], r[j] = r[j], r[i]
-	}
-	return string(r)
-}
-
 // Postcode is a parsed postcode.
 type Postcode struct {
 	// Country is the ISO country the format belongs to ("" when unknown).
@@ -216,13 +207,17 @@ type Postcode struct {
 	IsDistrict bool
 }
 
+const ukArea = `(?:[BEGLMNSW]|[A-PR-UWYZ][A-HK-Y])`
+
 var (
-	// ukFull and ukOutward follow the UK format: outward code (area letters,
-	// district digit, optional digit or letter) and inward code (digit, two letters).
-	ukFull    = regexp.MustCompile(`^([A-Z]{1,2}[0-9][A-Z0-9]?)([0-9][A-Z]{2})$`)
-	ukOutward = regexp.MustCompile(`^[A-Z]{1,2}[0-9][A-Z0-9]?$`)
-	// ukPartial is a prefix of a UK postcode: area letters, then at least a digit.
-	ukPartial = regexp.MustCompile(`^[A-Z]{1,2}[0-9][A-Z0-9]?([0-9][A-Z]{0,2})?$`)
+	// ukFull and ukOutward follow the UK format: outward code (area, district
+	// digit, optional digit or letter) and inward code (digit, two letters).
+	// Areas of one letter are only B, E, G, L, M, N, S and W, which keeps
+	// Eircode routing keys such as D02 or T12 apart.
+	ukFull    = regexp.MustCompile(`^(` + ukArea + `[0-9][A-Z0-9]?)([0-9][A-Z]{2})$`)
+	ukOutward = regexp.MustCompile(`^` + ukArea + `[0-9][A-Z0-9]?$`)
+	// ukPartial is a prefix of a UK postcode: an area, then at least a digit.
+	ukPartial = regexp.MustCompile(`^` + ukArea + `[0-9][A-Z0-9]?([0-9][A-Z]{0,2})?$`)
 	// ieFull and ieRouting follow Eircodes: a routing key (letter, two digits,
 	// or D6W) and a four-character unique identifier.
 	ieFull    = regexp.MustCompile(`^([AC-FHKNPRTV-Y][0-9]{2}|D6W)([0-9AC-FHKNPRTV-Y]{4})$`)

@@ -184,7 +184,7 @@ func loadSeed() (seedSet, error) {
 func newPlaceRow(id, name, kind, country, regionISO, regionName string, lat, lon float64, population int64) placeRow {
 	n := Normalize(name)
 	return placeRow{
-		ID: id, Name: name, NameNorm: n, NameRev: Reverse(n), Kind: kind,
+		ID: id, Name: name, NameNorm: n, Kind: kind,
 		CountryISO: country, CountryName: CountryName(country), RegionISO: regionISO, RegionName: regionName,
 		Lat: lat, Lon: lon, Population: population,
 	}

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agritrade/api/platform/db"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
 )
 
 // placeRow is a row of gazetteer_places.
@@ -17,7 +19,6 @@ type placeRow struct {
 	ID          string  `bun:"id,pk"`
 	Name        string  `bun:"name"`
 	NameNorm    string  `bun:"name_norm"`
-	NameRev     string  `bun:"name_rev"`
 	Kind        string  `bun:"kind"`
 	CountryISO  string  `bun:"country_iso"`
 	CountryName string  `bun:"country_name"`
@@ -71,15 +72,18 @@ func NewStore(bdb *bun.DB) *Store { return &Store{db: bdb, pg: db.IsPostgres(bdb
 // DB is the database the store uses (for transactions of the importer).
 func (s *Store) DB() *bun.DB { return s.db }
 
-// prefix adds "col starts with p" in the form the dialect's index serves:
-// LIKE 'p%' over a text_pattern_ops index on PostgreSQL, GLOB 'p*' over a
-// BINARY index on SQLite. p is a normalised name or postcode, which holds no
-// wildcard characters of either.
+// prefixEnd is appended to a prefix to bound its range: no normalised name or
+// postcode holds it (Normalize keeps letters and digits only), and it sorts
+// after every other character byte-wise.
+const prefixEnd = "\U0010FFFF"
+
+// prefix adds "col starts with p" as a range over the column's byte order
+// (BINARY on SQLite, COLLATE "C" on PostgreSQL), which a plain B-tree index
+// serves and which gives the rows in index order. A LIKE would also match the
+// trigram index on PostgreSQL, which the planner may prefer and is far slower
+// for prefixes.
 func (s *Store) prefix(q *bun.SelectQuery, col, p string) *bun.SelectQuery {
-	if s.pg {
-		return q.Where("? LIKE ?", bun.Ident(col), p+"%")
-	}
-	return q.Where("? GLOB ?", bun.Ident(col), p+"*")
+	return q.Where("? >= ? AND ? < ?", bun.Ident(col), p, bun.Ident(col), p+prefixEnd)
 }
 
 func country(q *bun.SelectQuery, iso string) *bun.SelectQuery {
@@ -89,16 +93,32 @@ func country(q *bun.SelectQuery, iso string) *bun.SelectQuery {
 	return q
 }
 
-// PlacesByPrefix answers places whose normalised name starts with p, exact
-// names first, then the most populous.
+// bigPlace is the population from which a place is ranked by size in
+// prefix searches (the partial index gazetteer_places_big_prefix holds them).
+const bigPlace = 5000
+
+// PlacesByPrefix answers places whose normalised name starts with p: towns
+// of bigPlace people or more first (the exact name first, then by
+// population), then the smaller places in name order (which puts an exact
+// name first too). Both are index range scans bounded by limit, whatever the
+// number of places sharing the prefix.
 func (s *Store) PlacesByPrefix(ctx context.Context, p, countryISO string, limit int) ([]placeRow, error) {
-	var rows []placeRow
-	q := s.prefix(s.db.NewSelect().Model(&rows), "name_norm", p)
+	var big []placeRow
+	q := s.prefix(s.db.NewSelect().Model(&big), "name_norm", p).Where("population >= ?", bigPlace)
 	err := country(q, countryISO).
 		OrderExpr("CASE WHEN name_norm = ? THEN 0 ELSE 1 END", p).
 		OrderExpr("population DESC, name_norm, id").
 		Limit(int64(limit)).Scan(ctx)
-	return rows, err
+	if err != nil || len(big) >= limit {
+		return big, err
+	}
+	var small []placeRow
+	q = s.prefix(s.db.NewSelect().Model(&small), "name_norm", p).Where("population < ?", bigPlace)
+	// name_norm alone, so that the index gives the order and the scan stops at the limit.
+	if err := country(q, countryISO).OrderExpr("name_norm").Limit(int64(limit - len(big))).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return append(big, small...), nil
 }
 
 // PlacesByNames answers places with one of the normalised names, most
@@ -113,46 +133,92 @@ func (s *Store) PlacesByNames(ctx context.Context, names []string, countryISO st
 	return rows, err
 }
 
-// NamesByPrefix lists distinct normalised names starting with p (rev: of the
-// reversed names, i.e. names ending with the reverse of p): candidates of the
-// one-edit fuzzy search.
-func (s *Store) NamesByPrefix(ctx context.Context, p string, rev bool, countryISO string, limit int) ([]string, error) {
-	col := "name_norm"
-	if rev {
-		col = "name_rev"
-	}
+// NamesByPrefix lists distinct normalised names starting with p, in name
+// order: candidates of the fuzzy search for a name typed in part.
+func (s *Store) NamesByPrefix(ctx context.Context, p, countryISO string, limit int) ([]string, error) {
 	var names []string
-	q := s.prefix(s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm"), col, p)
+	q := s.prefix(s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm"), "name_norm", p)
 	err := country(q, countryISO).Limit(int64(limit)).Scan(ctx, &names)
 	return names, err
 }
 
-// SimilarNames lists names close to q by trigram similarity (PostgreSQL's
-// pg_trgm, over its GIN index); nil on SQLite.
+// NamesIn answers which of the normalised names exist: one index lookup per
+// name, in one statement.
+func (s *Store) NamesIn(ctx context.Context, names []string, countryISO string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var found []string
+	q := s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm").Where("name_norm IN (?)", bun.In(names))
+	err := country(q, countryISO).Scan(ctx, &found)
+	return found, err
+}
+
+// similarTimeout bounds a trigram search: over a large gazetteer a query
+// with common trigrams can take long, and suggestions are a bonus.
+const similarTimeout = 250 * time.Millisecond
+
+// SimilarNames lists the names of towns (bigPlace people or more) most
+// similar to q by trigrams (PostgreSQL's pg_trgm: nearest first over the GiST
+// index); nil on SQLite, and nil when the search outlasts similarTimeout.
 func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit int) ([]string, error) {
 	if !s.pg {
 		return nil, nil
 	}
-	var names []string
-	sel := s.db.NewSelect().Model((*placeRow)(nil)).Column("name_norm").
-		Where("name_norm % ?", q)
-	err := country(sel, countryISO).
-		GroupExpr("name_norm").
-		OrderExpr("similarity(name_norm, ?) DESC, name_norm", q).
-		Limit(int64(limit)).Scan(ctx, &names)
-	return names, err
+	var rows []placeRow
+	err := db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", similarTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		// The expression and the population bound are those of the partial
+		// trigram index gazetteer_places_name_trgm.
+		sel := tx.NewSelect().Model(&rows).Column("name_norm").
+			Where("population >= ?", bigPlace).Where("(' ' || name_norm) % ?", " "+q)
+		return country(sel, countryISO).OrderExpr("(' ' || name_norm) <-> ?", " "+q).Limit(int64(limit)).Scan(ctx)
+	})
+	if isQueryCanceled(err) && ctx.Err() == nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(rows))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.NameNorm] {
+			seen[r.NameNorm] = true
+			names = append(names, r.NameNorm)
+		}
+	}
+	return names, nil
+}
+
+// isQueryCanceled tells whether PostgreSQL cancelled a statement (its
+// statement_timeout ran out).
+func isQueryCanceled(err error) bool {
+	var pgErr pgdriver.Error
+	return errors.As(err, &pgErr) && pgErr.Field('C') == "57014"
 }
 
 // PostcodesByPrefix answers postcodes whose normalised code starts with p:
-// the exact code first, then districts, then by code.
+// first the districts and codes without hierarchy (the exact code, then the
+// shortest; a partial index holds them), then full postcodes in code order.
+// Both are index range scans bounded by limit.
 func (s *Store) PostcodesByPrefix(ctx context.Context, p, countryISO string, limit int) ([]postcodeRow, error) {
-	var rows []postcodeRow
-	q := s.prefix(s.db.NewSelect().Model(&rows), "code_norm", p)
+	var top []postcodeRow
+	q := s.prefix(s.db.NewSelect().Model(&top), "code_norm", p).Where("parent = ''")
 	err := country(q, countryISO).
-		OrderExpr("CASE WHEN code_norm = ? THEN 0 ELSE 1 END", p).
-		OrderExpr("CASE WHEN is_district THEN 0 ELSE 1 END, length(code_norm), code_norm, country_iso").
+		OrderExpr("CASE WHEN code_norm = ? THEN 0 ELSE 1 END, length(code_norm), code_norm, country_iso", p).
 		Limit(int64(limit)).Scan(ctx)
-	return rows, err
+	if err != nil || len(top) >= limit {
+		return top, err
+	}
+	var full []postcodeRow
+	q = s.prefix(s.db.NewSelect().Model(&full), "code_norm", p).Where("parent <> ''")
+	if err := country(q, countryISO).OrderExpr("code_norm").Limit(int64(limit - len(top))).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return append(top, full...), nil
 }
 
 // PostcodeByCode answers the postcodes with exactly this normalised code
@@ -250,7 +316,7 @@ func (s *Store) UpsertPlaces(ctx context.Context, idb bun.IDB, rows []placeRow) 
 	}
 	_, err := idb.NewInsert().Model(&rows).
 		On("CONFLICT (id) DO UPDATE").
-		Set("name = EXCLUDED.name, name_norm = EXCLUDED.name_norm, name_rev = EXCLUDED.name_rev, kind = EXCLUDED.kind").
+		Set("name = EXCLUDED.name, name_norm = EXCLUDED.name_norm, kind = EXCLUDED.kind").
 		Set("country_iso = EXCLUDED.country_iso, country_name = EXCLUDED.country_name").
 		Set("region_iso = EXCLUDED.region_iso, region_name = EXCLUDED.region_name").
 		Set("lat = EXCLUDED.lat, lon = EXCLUDED.lon, population = EXCLUDED.population").
@@ -286,7 +352,8 @@ func (s *Store) UpsertPostcodes(ctx context.Context, idb bun.IDB, rows []postcod
 // the caller's transaction): districts that only exist through their full postcodes get a
 // row of their own (at the centre of their postcodes), districts count their
 // postcodes and places count the postcodes named after them nearby. Each step
-// is one set-based statement, whatever the size of the gazetteer.
+// is one set-based statement, whatever the size of the gazetteer; two
+// replicas refreshing at once do not trip over each other's new districts.
 func (s *Store) RefreshCounts(ctx context.Context, idb bun.IDB) error {
 	stmts := []string{
 		`INSERT INTO gazetteer_postcodes (id, code, code_norm, parent, is_district, place_name, place_norm,
@@ -296,7 +363,8 @@ func (s *Store) RefreshCounts(ctx context.Context, idb bun.IDB) error {
 			 FROM gazetteer_postcodes c
 			 WHERE c.parent <> '' AND NOT EXISTS (
 			   SELECT 1 FROM gazetteer_postcodes d WHERE d.country_iso = c.country_iso AND d.code_norm = c.parent)
-			 GROUP BY c.country_iso, c.parent`,
+			 GROUP BY c.country_iso, c.parent
+			 ON CONFLICT (id) DO NOTHING`,
 		`UPDATE gazetteer_postcodes SET children = 0
 			 WHERE children <> 0 AND NOT EXISTS (SELECT 1 FROM gazetteer_postcodes c
 			   WHERE c.country_iso = gazetteer_postcodes.country_iso AND c.parent = gazetteer_postcodes.code_norm)`,
@@ -353,6 +421,29 @@ func (s *Store) Counts(ctx context.Context) (places, postcodes int, err error) {
 	}
 	nc, err := s.db.NewSelect().Model((*postcodeRow)(nil)).Count(ctx)
 	return int(np), int(nc), err
+}
+
+// bulkCacheKiB is SQLite's page cache for the connection of an import: the
+// default 2 MiB makes every index insertion of a large load a page miss.
+const bulkCacheKiB = 65536
+
+// BulkConn reserves a connection for a bulk load, with a larger page cache on
+// SQLite; release restores the cache and returns the connection to the pool.
+func (s *Store) BulkConn(ctx context.Context) (conn bun.Conn, release func(), err error) {
+	if conn, err = s.db.Conn(ctx); err != nil {
+		return conn, nil, err
+	}
+	if s.pg {
+		return conn, func() { _ = conn.Close() }, nil
+	}
+	if _, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", bulkCacheKiB)); err != nil {
+		_ = conn.Close()
+		return conn, nil, err
+	}
+	return conn, func() {
+		_, _ = conn.ExecContext(context.Background(), "PRAGMA cache_size = -2000")
+		_ = conn.Close()
+	}, nil
 }
 
 // Analyze refreshes the planner's statistics after a bulk load, so that the
