@@ -99,9 +99,17 @@ func (m *Mapping) cell(row []string, col string) string {
 	return strings.TrimSpace(row[i])
 }
 
-// Draft maps a row to a load draft, recording cells that do not parse; the
-// loads service checks the rest. Empty organiser cells take the defaults.
-func (m *Mapping) Draft(row []string, def Defaults, f *apierr.Fields) loads.Draft {
+// Draft maps a row to a load draft. Cells that do not parse become the
+// draft's problems, which the loads service reports with its own checks.
+// Empty organiser cells take the defaults.
+func (m *Mapping) Draft(row []string, def Defaults) loads.Draft {
+	var f apierr.Fields
+	d := m.draft(row, def, &f)
+	d.Problems = f.List()
+	return d
+}
+
+func (m *Mapping) draft(row []string, def Defaults, f *apierr.Fields) loads.Draft {
 	d := loads.Draft{
 		OrganiserID: m.cell(row, ColOrganiserID), OrganiserName: m.cell(row, ColOrganiserName),
 		Reference: m.cell(row, ColReference), DeliveryDateISO: m.cell(row, ColDeliveryDateISO),

@@ -94,13 +94,7 @@ func (s *Service) Import(ctx context.Context, p *auth.Principal, r RowReader, de
 		if blank(row) {
 			continue
 		}
-		var f apierr.Fields
-		d := m.Draft(row, def, &f)
-		if !f.Empty() {
-			d.Validate(&f) // report every failing cell of the row at once
-			res.add(line, StatusValidation, Messages(f.Err()), "the row failed validation", "", d.Reference)
-			continue
-		}
+		d := m.Draft(row, def)
 		if keys[d.Key()] {
 			// A repeated reference updates what the earlier row wrote: write that first.
 			if err := flush(); err != nil {
@@ -172,7 +166,7 @@ func (c *collector) add(line int, status string, messages []string, summary, id,
 	}
 	kind := status + "/" + actionOf(summary)
 	n := len(c.r.Results)
-	if n >= maxDetailed && kind == c.kind && line == c.lastLine+1 {
+	if n > maxDetailed && kind == c.kind && line == c.lastLine+1 {
 		last := &c.r.Results[n-1]
 		c.count++
 		first := strings.SplitN(last.Rows, "-", 2)[0]

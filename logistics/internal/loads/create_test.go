@@ -75,7 +75,9 @@ func TestCreateAsOrganiser(t *testing.T) {
 			{Name: "create400listItems", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: []any{
 				lt.LoadForm("L-0"), with(form, "reference", ""), lt.LoadForm("L-2"), with(form, "commodityId", lt.Unknown, "-tags", nil),
 			}}, Status: 400, Code: "validation_failed",
-				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "[1].reference", "[3].commodityId", "[3].tags") }},
+				Check: func(t *testing.T, r *testkit.Response) {
+					wantPaths(t, r, "[1].reference", "[3].commodityId", "[3].tags")
+				}},
 			{Name: "create400listEmpty", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: []any{}}, Status: 400, Code: "validation_failed"},
 			{Name: "create400listType", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: []any{form, with(form, "weight", "x")}}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "[1].weight") }},

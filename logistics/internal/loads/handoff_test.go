@@ -145,7 +145,9 @@ func TestHandOffValidation(t *testing.T) {
 				map[string]any{"loadId": ls[0].ID, "weightNet": 1, "ticketNumber": "t", "vehicleRegistration": "v", "files": nil},
 				map[string]any{"loadId": ls[1].ID, "weightNet": -1, "vehicleRegistration": "v"},
 			}}, Status: 400, Code: "validation_failed",
-				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "[1].weightNet", "[1].ticketNumber", "[1].files") }},
+				Check: func(t *testing.T, r *testkit.Response) {
+					wantPaths(t, r, "[1].weightNet", "[1].ticketNumber", "[1].files")
+				}},
 			{Name: "pod404listAllOrNothing", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/proof-of-delivery", Token: org, JSON: []any{
 				map[string]any{"loadId": ls[0].ID, "weightNet": 1, "ticketNumber": "t", "vehicleRegistration": "v", "files": nil},
 				map[string]any{"loadId": invisible.ID, "weightNet": 1, "ticketNumber": "t", "vehicleRegistration": "v", "files": nil},

@@ -418,6 +418,9 @@ type Draft struct {
 	DropoffPostcode     string
 	Files               []FileRef
 	Tags                []string
+	// Problems are failures found while reading the draft (an import cell that
+	// does not parse); Validate reports them with the rest.
+	Problems []apierr.FieldError
 
 	// organiserPaths names the members that carried the organiser (they differ per form).
 	organiserPaths [2]string
@@ -440,6 +443,7 @@ func (d *Draft) Validate(f *apierr.Fields) {
 	if d.organiserPaths[0] != "" {
 		orgID, orgName = d.organiserPaths[0], d.organiserPaths[1]
 	}
+	f.Merge(d.Problems)
 	trim(&d.OrganiserID, &d.OrganiserName, &d.CarrierID, &d.CarrierName, &d.Reference, &d.DeliveryDateISO,
 		&d.TicketNumber, &d.VehicleRegistration, &d.PickupPostcode, &d.DropoffPostcode)
 	if f.Required(orgID, d.OrganiserID) {

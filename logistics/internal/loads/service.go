@@ -438,7 +438,7 @@ func orDash(s string) string {
 func eventData(l *Load, p *auth.Principal) map[string]any {
 	d := map[string]any{
 		"loadId": l.ID, "reference": l.Reference, "status": l.Status, "organiser": l.Organiser,
-		"commodity": map[string]any{"id": l.Commodity.ID, "name": l.Commodity.Name},
+		"commodity":       map[string]any{"id": l.Commodity.ID, "name": l.Commodity.Name},
 		"deliveryDateISO": l.DeliveryDateISO, "pickupPostcode": l.PickupPostcode, "dropoffPostcode": l.DropoffPostcode,
 		"sentBy": map[string]any{"userId": p.UserID, "name": p.Name, "organisationId": p.OrgID},
 	}

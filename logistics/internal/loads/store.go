@@ -198,7 +198,7 @@ func (s *Store) Upsert(ctx context.Context, db bun.IDB, loads []*Load) (map[Key]
 		OrganiserID string `bun:"organiser_id"`
 		Reference   string `bun:"reference"`
 	}
-	err = q.Where("logistics_loads.status <> ?", string(StatusCompleted)).
+	err = q.Where("?TableAlias.status <> ?", string(StatusCompleted)).
 		Returning("id, organiser_id, reference").Scan(ctx, &got)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
