@@ -101,7 +101,9 @@ func run(ctx context.Context, admin string, o options) error {
 		return err
 	}
 	if !o.keep {
-		defer func() { _, _ = adminDB.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") }()
+		defer func() {
+			_, _ = adminDB.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		}()
 	}
 	u, err := url.Parse(admin)
 	if err != nil {
@@ -278,7 +280,9 @@ type scenario struct {
 }
 
 func (b *bench) searches() {
-	org := func(id string) auth.Principal { return auth.Principal{UserID: "u-" + id, OrgID: id, Orgs: []string{id}} }
+	org := func(id string) auth.Principal {
+		return auth.Principal{UserID: "u-" + id, OrgID: id, Orgs: []string{id}}
+	}
 	month := func(r *mrand.Rand) string {
 		d := base.AddDate(0, 0, r.IntN(daySpan-31))
 		return "startDateISO=" + d.Format(time.DateOnly) + "&endDateISO=" + d.AddDate(0, 1, 0).Format(time.DateOnly)
@@ -355,8 +359,8 @@ func (d *discard) Write(p []byte) (int, error) {
 	d.lines += bytes.Count(p, []byte{'\n'})
 	return len(p), nil
 }
-func (d *discard) WriteHeader(int)             {}
-func (d *discard) Flush()                      {}
+func (d *discard) WriteHeader(int) {}
+func (d *discard) Flush()          {}
 
 // peakHeap samples the heap in use while fn runs and answers the peak above
 // what was in use before.

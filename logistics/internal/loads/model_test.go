@@ -30,8 +30,10 @@ func TestStateMachine(t *testing.T) {
 	now := time.Date(2026, 11, 21, 15, 4, 5, 0, time.UTC)
 	type step func(l *Load, p *auth.Principal) error
 	steps := map[string]step{
-		"driver":  func(l *Load, p *auth.Principal) error { return l.SendToDriver(p, Party{ID: "u9", Name: "New"}, now) },
-		"carrier": func(l *Load, p *auth.Principal) error { return l.SendToCarrier(p, Party{ID: "org-c2", Name: "C2"}, now) },
+		"driver": func(l *Load, p *auth.Principal) error { return l.SendToDriver(p, Party{ID: "u9", Name: "New"}, now) },
+		"carrier": func(l *Load, p *auth.Principal) error {
+			return l.SendToCarrier(p, Party{ID: "org-c2", Name: "C2"}, now)
+		},
 		"proof": func(l *Load, p *auth.Principal) error {
 			return l.Complete(p, Proof{WeightNet: 1, TicketNumber: "T", VehicleRegistration: "V"}, now)
 		},
