@@ -11,6 +11,7 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/filestore"
@@ -33,6 +34,7 @@ type Platform struct {
 	Log      *logging.Module
 	Auth     *auth.Service
 	Bus      bus.Bus
+	Cache    cache.Cache
 	Settings *settings.Service
 	Files    *filestore.Service
 	Metrics  *httpx.Metrics
@@ -88,6 +90,9 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, err
 	}
 	p.closers = append(p.closers, p.Bus.Close)
+	if p.Cache, err = cache.Open(cfg.Cache, p.Redis, p.Bus, p.Log.Component("cache")); err != nil {
+		return nil, err
+	}
 	p.Settings = settings.New(p.DB, logs, p.Bus)
 	if p.Files, err = filestore.Open(ctx, cfg, p.DB, p.Auth.Signer, p.Log.Component("files")); err != nil {
 		_ = p.Close()
@@ -138,7 +143,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, Cache: p.Cache}
 }
 
 // Close releases everything Open opened, last first.

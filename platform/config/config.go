@@ -90,10 +90,13 @@ type S3 struct {
 	PartSizeMB int64 `mapstructure:"part_size_mb"`
 }
 
-// Cache selects the cache backend.
+// Cache selects the cache backend and bounds it.
 type Cache struct {
-	Backend string        `mapstructure:"backend"`
-	TTL     time.Duration `mapstructure:"ttl"`
+	Backend    string        `mapstructure:"backend"`
+	TTL        time.Duration `mapstructure:"ttl"`
+	MaxEntries int           `mapstructure:"max_entries"`
+	MaxBytes   int64         `mapstructure:"max_bytes"`
+	Prefix     string        `mapstructure:"prefix"`
 }
 
 // Redis locates the Redis server used by the redis backends.
@@ -257,6 +260,9 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.dir", "")
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
+	v.SetDefault("cache.max_entries", 10000)
+	v.SetDefault("cache.max_bytes", 64<<20)
+	v.SetDefault("cache.prefix", "agritrade:cache:")
 	v.SetDefault("redis.url", "redis://127.0.0.1:6379/0")
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("log.format", "text")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/logging"
@@ -58,4 +59,7 @@ type Deps struct {
 	Bus    bus.Bus
 	// Files stores uploads and resolves the file references of requests.
 	Files *filestore.Service
+	// Cache is the shared cache (memory or Redis per cache.backend); its
+	// removals reach every replica.
+	Cache cache.Cache
 }
