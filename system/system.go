@@ -5,11 +5,15 @@ package system
 import (
 	"context"
 	"embed"
+	"io"
 	"io/fs"
 
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/system/internal/admin"
+	"github.com/agritrade/api/system/internal/experts"
 	"github.com/agritrade/api/system/internal/files"
+	"github.com/agritrade/api/system/internal/locations"
+	"github.com/agritrade/api/system/internal/messaging"
 	"github.com/agritrade/api/system/internal/refdata"
 )
 
@@ -28,6 +32,10 @@ type Module struct {
 	deps    module.Deps
 	refdata *refdata.Service
 	admin   *admin.Service
+	// locations answers the location lookups; locationsErr keeps a
+	// configuration error until Seed reports it at start-up.
+	locations    *locations.Service
+	locationsErr error
 }
 
 // New builds the module over the platform's shared parts.
@@ -36,18 +44,14 @@ func New(deps module.Deps) *Module {
 	if err != nil {
 		panic(err) // the directory is embedded at build time
 	}
-	return &Module{
+	m := &Module{
 		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
 		deps:    deps,
 		refdata: refdata.NewService(refdata.NewStore(deps.DB), deps.Cache, deps.Log.Component("refdata")),
 		admin:   admin.NewService(deps.Cache, deps.Auth, deps.Bus, deps.Log.Component("cache")),
 	}
-}
-
-// Seed fills the reference data (module.Seeder); it does nothing when the
-// database already holds the committed version.
-func (m *Module) Seed(ctx context.Context) error {
-	return m.refdata.Seed(ctx)
+	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"))
+	return m
 }
 
 // Mount binds the module's routes.
@@ -55,6 +59,24 @@ func (m *Module) Mount(r module.Routes) {
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
 	refdata.Mount(r.API, m.refdata, m.deps.Config.Files.MaxUploadMB<<20)
 	admin.Mount(r.API, m.admin)
+	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
+	experts.Mount(r.API, experts.NewService(m.deps.DB, m.deps.Files))
+	if m.locations != nil {
+		locations.Mount(r.API, m.locations, m.deps.RateLimit)
+	}
+}
+
+// Seed fills the module's reference data after migrating (module.Seeder):
+// commodities and countries (nothing when the database already holds the
+// committed version), then the location gazetteer.
+func (m *Module) Seed(ctx context.Context) error {
+	if err := m.refdata.Seed(ctx); err != nil {
+		return err
+	}
+	if m.locationsErr != nil {
+		return m.locationsErr
+	}
+	return m.locations.Seed(ctx)
 }
 
 // LookupCommodity returns the name and default weight unit of a commodity
@@ -62,4 +84,19 @@ func (m *Module) Mount(r module.Routes) {
 // which declares the same method in an interface of its own.
 func (m *Module) LookupCommodity(ctx context.Context, id int) (name, unitName string, conversion float64, found bool, err error) {
 	return m.refdata.LookupCommodity(ctx, id)
+}
+
+// GazetteerImport reports an `agritrade import gazetteer` run.
+type GazetteerImport = locations.ImportStats
+
+// ImportGazetteer streams a GeoNames dump (places or postal codes, detected
+// from its columns) into the location gazetteer, writing a progress line to
+// progress (may be nil) every 100 000 lines. The database must be migrated.
+func (m *Module) ImportGazetteer(ctx context.Context, r io.Reader, progress io.Writer) (GazetteerImport, error) {
+	if m.locationsErr != nil {
+		return GazetteerImport{}, m.locationsErr
+	}
+	im := m.locations.NewImporter()
+	im.Progress = progress
+	return im.Import(ctx, r)
 }

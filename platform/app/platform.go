@@ -18,6 +18,8 @@ import (
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/platform/outbox"
+	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
@@ -39,7 +41,11 @@ type Platform struct {
 	Files    *filestore.Service
 	Metrics  *httpx.Metrics
 	Redis    *redis.Client
-	closers  []func() error
+	// Outbox delivers the notifications features enqueue (outbox.Enqueue).
+	Outbox *outbox.Dispatcher
+	// RateLimit is the per-client-IP limiter of public routes.
+	RateLimit ratelimit.Limiter
+	closers   []func() error
 }
 
 // Options tune Open.
@@ -94,10 +100,15 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, err
 	}
 	p.Settings = settings.New(p.DB, logs, p.Bus)
+	if p.Outbox, err = outbox.New(p.DB, cfg.Notify, p.Log.Component("outbox")); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
 	if p.Files, err = filestore.Open(ctx, cfg, p.DB, p.Auth.Signer, p.Log.Component("files")); err != nil {
 		_ = p.Close()
 		return nil, fmt.Errorf("file store: %w", err)
 	}
+	p.RateLimit = ratelimit.New(cfg, p.Redis)
 	return p, nil
 }
 
@@ -143,7 +154,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, Cache: p.Cache}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, Cache: p.Cache, RateLimit: p.RateLimit}
 }
 
 // Close releases everything Open opened, last first.

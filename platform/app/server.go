@@ -155,7 +155,7 @@ func (s *Server) mountDocs() error {
 }
 
 // Start migrates nothing: it loads stored settings, seeds every module and
-// starts background work (bus, settings resync, module runners). Background
+// starts background work (bus, settings resync, outbox dispatcher, module runners). Background
 // errors are logged; cancel ctx to stop them, then Wait.
 func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := s.P.Settings.Load(ctx); err != nil {
@@ -170,6 +170,7 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	s.goRun(ctx, wg, "bus", s.P.Bus.Run)
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
+	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
 	for _, m := range s.Modules {
 		if r, ok := m.(module.Runner); ok {
 			s.goRun(ctx, wg, m.Name(), r.Run)

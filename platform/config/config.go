@@ -129,16 +129,31 @@ type ModuleSettings struct {
 // Modules holds every module's settings by name.
 type Modules map[string]ModuleSettings
 
-// Notify configures the notification channels of the outbox.
+// Notify configures the notification channels of the outbox and its dispatcher.
 type Notify struct {
 	Webhook Webhook `mapstructure:"webhook"`
 	SMTP    SMTP    `mapstructure:"smtp"`
+	// MaxAttempts is how many delivery attempts an event gets before it is dead.
+	MaxAttempts int `mapstructure:"max_attempts"`
+	// BackoffBase is the delay after the first failure; it doubles per attempt.
+	BackoffBase time.Duration `mapstructure:"backoff_base"`
+	// BackoffMax caps the delay between attempts.
+	BackoffMax time.Duration `mapstructure:"backoff_max"`
+	// Lease is how long a claim lasts: a replica that dies holding one loses it after this.
+	Lease time.Duration `mapstructure:"lease"`
+	// PollInterval is how often an idle dispatcher looks for due events.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// Workers is how many events one replica delivers at the same time.
+	Workers int `mapstructure:"workers"`
+	// Retention is how long delivered events are kept before they are purged.
+	Retention time.Duration `mapstructure:"retention"`
 }
 
 // Webhook is a signed HTTP notification channel.
 type Webhook struct {
-	URL    string `mapstructure:"url"`
-	Secret string `mapstructure:"secret"`
+	URL     string        `mapstructure:"url"`
+	Secret  string        `mapstructure:"secret"`
+	Timeout time.Duration `mapstructure:"timeout"`
 }
 
 // SMTP is the e-mail notification channel.
@@ -148,7 +163,12 @@ type SMTP struct {
 	Username string `mapstructure:"username"`
 	Password string `mapstructure:"password"`
 	From     string `mapstructure:"from"`
-	To       string `mapstructure:"to"`
+	// To receives every event (comma-separated addresses) unless a route matches.
+	To string `mapstructure:"to"`
+	// Routes maps an event-type prefix ("expert.") to the addresses of that
+	// channel (comma separated); the longest matching prefix wins over To.
+	Routes  map[string]string `mapstructure:"routes"`
+	Timeout time.Duration     `mapstructure:"timeout"`
 }
 
 // Shortlink configures the short-link templates and the target allow-list.
@@ -166,9 +186,27 @@ type LinkTemplate struct {
 	UTMCampaign string `mapstructure:"utm_campaign"`
 }
 
-// Locations selects the location provider.
+// Locations selects the location provider and configures the adapters of
+// outside location services.
 type Locations struct {
 	Provider string `mapstructure:"provider"`
+	// NominatimURL and PhotonURL are the OSM geocoders' base URLs.
+	NominatimURL string `mapstructure:"nominatim_url"`
+	PhotonURL    string `mapstructure:"photon_url"`
+	// ThreeWordURL is the three-word address service; it is used only when
+	// ThreeWordKey is set.
+	ThreeWordURL string `mapstructure:"three_word_url"`
+	ThreeWordKey string `mapstructure:"three_word_key"`
+	// UserAgent identifies the API to outside services (Nominatim requires one).
+	UserAgent string `mapstructure:"user_agent"`
+	// Timeout bounds each request to an outside service.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// CacheTTL is how long answers of outside services are kept.
+	CacheTTL time.Duration `mapstructure:"cache_ttl"`
+	// MinInterval spaces requests to one OSM geocoder (Nominatim: 1 s).
+	MinInterval time.Duration `mapstructure:"min_interval"`
+	// MaxDistanceKm is how far a reverse lookup looks for the nearest place.
+	MaxDistanceKm float64 `mapstructure:"max_distance_km"`
 }
 
 // RateLimit configures per-client-IP limits of public routes.
@@ -273,15 +311,34 @@ func SetDefaults(v *viper.Viper) {
 	}
 	v.SetDefault("notify.webhook.url", "")
 	v.SetDefault("notify.webhook.secret", "")
+	v.SetDefault("notify.webhook.timeout", 10*time.Second)
 	v.SetDefault("notify.smtp.host", "")
 	v.SetDefault("notify.smtp.port", 25)
 	v.SetDefault("notify.smtp.username", "")
 	v.SetDefault("notify.smtp.password", "")
 	v.SetDefault("notify.smtp.from", "")
 	v.SetDefault("notify.smtp.to", "")
+	v.SetDefault("notify.smtp.routes", map[string]string{})
+	v.SetDefault("notify.smtp.timeout", 30*time.Second)
+	v.SetDefault("notify.max_attempts", 10)
+	v.SetDefault("notify.backoff_base", 10*time.Second)
+	v.SetDefault("notify.backoff_max", time.Hour)
+	v.SetDefault("notify.lease", 2*time.Minute)
+	v.SetDefault("notify.poll_interval", time.Second)
+	v.SetDefault("notify.workers", 4)
+	v.SetDefault("notify.retention", 7*24*time.Hour)
 	v.SetDefault("shortlinks.templates", []map[string]any{})
 	v.SetDefault("shortlinks.allowed_hosts", []string{})
 	v.SetDefault("locations.provider", "gazetteer")
+	v.SetDefault("locations.nominatim_url", "https://nominatim.openstreetmap.org")
+	v.SetDefault("locations.photon_url", "https://photon.komoot.io")
+	v.SetDefault("locations.three_word_url", "https://api.what3words.com")
+	v.SetDefault("locations.three_word_key", "")
+	v.SetDefault("locations.user_agent", "")
+	v.SetDefault("locations.timeout", 5*time.Second)
+	v.SetDefault("locations.cache_ttl", 24*time.Hour)
+	v.SetDefault("locations.min_interval", time.Second)
+	v.SetDefault("locations.max_distance_km", 25.0)
 	v.SetDefault("ratelimit.per_minute", 120)
 	v.SetDefault("ratelimit.burst", 30)
 	v.SetDefault("debug", false)

@@ -12,6 +12,7 @@ import (
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/logging"
+	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
@@ -62,4 +63,7 @@ type Deps struct {
 	// Cache is the shared cache (memory or Redis per cache.backend); its
 	// removals reach every replica.
 	Cache cache.Cache
+	// RateLimit limits public routes per client IP (ratelimit.Middleware);
+	// in process, or in Redis when cache.backend is redis.
+	RateLimit ratelimit.Limiter
 }

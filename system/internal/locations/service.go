@@ -1,0 +1,151 @@
+package locations
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/config"
+	"github.com/sirupsen/logrus"
+	"github.com/uptrace/bun"
+)
+
+// Provider names of locations.provider.
+const (
+	ProviderGazetteer = "gazetteer"
+	ProviderNominatim = "nominatim"
+	ProviderPhoton    = "photon"
+)
+
+// Service routes the four lookups to the configured providers.
+type Service struct {
+	store *Store
+	// primary answers searches, reverse lookups and ids without a source.
+	primary Provider
+	// bySource holds every provider an id may name (the gazetteer always).
+	bySource map[string]Provider
+	// words resolves three-word addresses: the three-word service when a key
+	// is configured, else the gazetteer's stored ones.
+	words ThreeWordProvider
+	// namer adds the three-word address to reverse lookups, when configured.
+	namer ThreeWordNamer
+	log   logrus.FieldLogger
+}
+
+// NewService builds the service from the configuration: locations.provider
+// picks the primary provider, locations.three_word_key turns the three-word
+// service on.
+func NewService(cfg *config.Config, bdb *bun.DB, log logrus.FieldLogger) (*Service, error) {
+	lc := cfg.Locations
+	store := NewStore(bdb)
+	gaz := NewGazetteer(store, lc.MaxDistanceKm)
+	s := &Service{store: store, primary: gaz, bySource: map[string]Provider{gaz.Source(): gaz}, words: gaz, log: log}
+	client := newOutside(lc, cfg.BaseURL)
+	switch strings.ToLower(strings.TrimSpace(lc.Provider)) {
+	case "", ProviderGazetteer:
+	case ProviderNominatim:
+		s.primary = NewNominatim(lc.NominatimURL, client)
+	case ProviderPhoton:
+		s.primary = NewPhoton(lc.PhotonURL, client)
+	default:
+		return nil, fmt.Errorf("locations.provider %q: want gazetteer, nominatim or photon", lc.Provider)
+	}
+	s.bySource[s.primary.Source()] = s.primary
+	if lc.ThreeWordKey != "" {
+		tw := NewThreeWordService(lc.ThreeWordURL, lc.ThreeWordKey, s.primary, client)
+		s.words, s.namer = tw, tw
+	}
+	return s, nil
+}
+
+// Store is the gazetteer's store (seeding and imports).
+func (s *Service) Store() *Store { return s.store }
+
+// Sources lists the provider names an address id may carry, sorted.
+func (s *Service) Sources() []string {
+	out := make([]string, 0, len(s.bySource))
+	for k := range s.bySource {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Search answers a search: a container's content from the provider that owns
+// its id, free text from the primary provider.
+func (s *Service) Search(ctx context.Context, q SearchQuery) ([]SearchResult, int, error) {
+	p := s.primary
+	if q.Container != "" {
+		p = s.owner(q.Container)
+		if p == nil {
+			return nil, 0, apierr.NotFound("container")
+		}
+	}
+	return p.Search(ctx, q)
+}
+
+// ByAddressID resolves an address id with the provider named by source, or
+// else the one that owns the id. An unknown source is a validation error.
+func (s *Service) ByAddressID(ctx context.Context, id, source string) (*Location, error) {
+	var f apierr.Fields
+	f.Required("id", id)
+	f.MaxLen("id", id, maxTextLength)
+	var p Provider
+	if source != "" {
+		var ok bool
+		if p, ok = s.bySource[strings.ToLower(source)]; !ok {
+			f.OneOf("source", source, s.Sources()...)
+		}
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		if p = s.owner(id); p == nil {
+			return nil, apierr.NotFound("address")
+		}
+	}
+	return p.Resolve(ctx, id)
+}
+
+// ByCoordinates answers the location nearest a valid point, with its
+// three-word address when a three-word service is configured.
+func (s *Service) ByCoordinates(ctx context.Context, c Coordinates) (*Location, error) {
+	loc, err := s.primary.Reverse(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if s.namer != nil && loc.ThreeWordAddress == "" {
+		// The words are a bonus: an outage of the three-word service must not
+		// fail the lookup.
+		if w, err := s.namer.WordsAt(ctx, c); err == nil {
+			loc.ThreeWordAddress = string(w)
+		} else {
+			s.log.WithError(err).Warn("three-word address of a point unavailable")
+		}
+	}
+	return loc, nil
+}
+
+// ByThreeWords resolves a three-word address.
+func (s *Service) ByThreeWords(ctx context.Context, raw string) (*Location, error) {
+	w, err := ParseThreeWords(raw)
+	if err != nil {
+		return nil, err
+	}
+	return s.words.ThreeWords(ctx, w)
+}
+
+func (s *Service) owner(id string) Provider {
+	if s.primary.Owns(id) {
+		return s.primary
+	}
+	for _, name := range s.Sources() {
+		if p := s.bySource[name]; p.Owns(id) {
+			return p
+		}
+	}
+	return nil
+}
