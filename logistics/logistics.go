@@ -47,13 +47,12 @@ func New(deps module.Deps, commodities Commodities) *Module {
 		name, unit, conversion, found, err := commodities.LookupCommodity(ctx, id)
 		return loads.Commodity{ID: id, Name: name, Unit: unit, Conversion: conversion}, found, err
 	}
-	svc := loads.NewService(loads.NewStore(deps.DB), lookup, files(deps), enqueue, deps.Log.Component("loads"))
-	maxUpload := deps.Config.Files.MaxUploadMB << 20
+	svc := loads.NewService(loads.NewStore(deps.DB), lookup, deps.Files, deps.Log.Component("loads"))
 	return &Module{
 		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
 		deps:    deps,
 		loads:   loads.NewHandler(svc, deps.Config.HTTP.MaxListItems),
-		imports: imports.NewHandler(imports.NewService(svc, deps.Log.Component("loads:import")), openRows, maxUpload),
+		imports: imports.NewHandler(imports.NewService(svc, deps.Log.Component("loads:import")), deps.Config.Files.MaxUploadMB<<20),
 	}
 }
 

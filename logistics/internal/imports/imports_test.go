@@ -13,6 +13,7 @@ import (
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
+	"github.com/xuri/excelize/v2"
 )
 
 const batchPath = "/logistics/v1/loads/batch"
@@ -145,7 +146,7 @@ func TestBatchUpload(t *testing.T) {
 			t.Fatalf("third upload: %+v", third)
 		}
 		_, l2 := lt.Get(t, s, lt.Driver, res.Results[1].ID)
-		if l2.Status != "in-transit" || l2.Driver == nil || l2.Commodity.ID != lt.OilSeed || l2.Weight.Weight != 12 || !slices.Equal(l2.Tags, []string{"late"}) {
+		if l2.Status != "in-transit" || l2.Driver == nil || l2.Commodity.ID != lt.Oats || l2.Weight.Weight != 12 || !slices.Equal(l2.Tags, []string{"late"}) {
 			t.Errorf("updated load %+v", l2)
 		}
 		_, l1 := lt.Get(t, s, lt.Organiser, res.Results[0].ID)
@@ -164,7 +165,21 @@ func TestBatchUploadRequests(t *testing.T) {
 		s := lt.NewServer(t, db, testkit.Options{Configure: func(c *config.Config) { c.Files.MaxUploadMB = 1 }})
 		org := s.Token(lt.Organiser)
 		ok := []byte(header + ",,1,R-1,2026-09-01,,,,,,,\n")
-		big := append([]byte(header), bytes.Repeat([]byte(",,1,R-1,2026-09-01,,,,,,,\n"), 60000)...)
+		// Over the 1 MiB limit, with valid rows first: nothing of it may stay.
+		var bigRows bytes.Buffer
+		bigRows.WriteString(header)
+		for i := 0; bigRows.Len() < 1<<20+1000; i++ {
+			fmt.Fprintf(&bigRows, ",,1,%s,2026-09-01,,,,,,,\n", lt.Ref("BIG", i))
+		}
+		big := bigRows.Bytes()
+		// Valid rows for two batches, then a row the CSV reader cannot parse.
+		var brokenRows bytes.Buffer
+		brokenRows.WriteString(header)
+		for i := 0; i < 1200; i++ {
+			fmt.Fprintf(&brokenRows, ",,1,%s,2026-09-01,,,,,,,\n", lt.Ref("BRK", i))
+		}
+		brokenRows.WriteString(",,1,\"unterminated,2026-09-01,,,,,,,\n,,1,X,2026-09-01,,,,,,,\n")
+		broken := brokenRows.Bytes()
 		s.Run(t, []testkit.Scenario{
 			{Name: "batch401", Req: upload(t, "", "loads.csv", ok), Status: 401, Code: "unauthorized"},
 			{Name: "batch400notMultipart", Req: testkit.Request{Method: http.MethodPost, Path: batchPath, Token: org, JSON: map[string]any{}}, Status: 400, Code: "bad_request"},
@@ -188,6 +203,10 @@ func TestBatchUploadRequests(t *testing.T) {
 				}},
 			{Name: "batch403organisation", Req: upload(t, org, "loads.csv", ok, "organisationId", "org-haul", "organisationName", "Haul Ltd"), Status: 403, Code: "forbidden"},
 			{Name: "batch413", Req: upload(t, org, "big.csv", big), Status: 413, Code: "payload_too_large"},
+			{Name: "batch400brokenHalfWay", Req: upload(t, org, "broken.csv", broken), Status: 400, Code: "bad_request"},
+			{Name: "batch415", Req: upload(t, org, "loads.pdf", []byte("%PDF-1.7\x00\x01\x02 binary")), Status: 415, Code: "unsupported_media_type"},
+			{Name: "batch415xls", Req: upload(t, org, "loads.xls", []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 0, 0}), Status: 415, Code: "unsupported_media_type"},
+			{Name: "batch400emptyFile", Req: upload(t, org, "empty.csv", []byte("  \n")), Status: 400},
 			{Name: "batch200formDefaults", Req: upload(t, s.Token(lt.Carrier), "loads.csv", []byte("Reference, CommodityID ,deliveryDateISO\nR-9,2,2026-10-01\n"), "organisationId", "org-haul", "organisationName", "Haul Ltd"), Status: 200,
 				Check: func(t *testing.T, r *testkit.Response) {
 					var res Result
@@ -252,4 +271,51 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// workbook builds an XLSX whose first sheet holds rows.
+func workbook(t *testing.T, rows [][]any) []byte {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	for i, row := range rows {
+		cell, err := excelize.CoordinatesToCellName(1, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.SetSheetRow("Sheet1", cell, &row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	if err := f.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestBatchUploadXLSX imports a workbook (numbers typed as numbers, as
+// spreadsheets save them) under a name that says CSV: the bytes decide.
+func TestBatchUploadXLSX(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := lt.NewServer(t, db)
+		book := workbook(t, [][]any{
+			{"reference", "commodityId", "deliveryDateISO", "weight", "tags", "pickupPostcode"},
+			{"XL-1", 2, "2026-10-01", 28.25, "xlsx;first", "LN1 1AA"},
+			{"XL-2", 4.0, "2026-10-02", nil, "", ""},
+			{"XL-3", "oats", "2026-10-03", 1, "", ""},
+		})
+		res := doImport(t, s, upload(t, s.Token(lt.Organiser), "looks-like.csv", book))
+		if res.Success != 2 || res.Validation != 1 || res.Results[2].Rows != "4" || res.Results[2].Message[0] != "commodityId: must be a positive integer commodity id" {
+			t.Fatalf("result %+v", res)
+		}
+		got, _ := lt.Search(t, s, lt.Organiser, "sortBy=reference")
+		if len(got) != 2 || got[0].Commodity.Name != "Barley" || got[0].Weight.Weight != 28.25 || !slices.Equal(got[0].Tags, []string{"xlsx", "first"}) ||
+			got[0].PickupPostcode != "LN1 1AA" || got[1].Commodity.Name != "Oilseed rape" || got[1].Weight != nil {
+			t.Fatalf("loads %+v", got)
+		}
+		if again := doImport(t, s, upload(t, s.Token(lt.Organiser), "book.xlsx", book)); again.Results[0].Summary != "load XL-1 unchanged" {
+			t.Fatalf("second upload %+v", again)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agritrade/api/logistics/internal/loads"
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/tabular"
 	"github.com/sirupsen/logrus"
 )
 
@@ -22,13 +23,6 @@ const BatchSize = 500
 // consecutive rows with the same outcome share one result ("1002-1500"), so
 // that the answer to a huge file stays small.
 const maxDetailed = 1000
-
-// Row result statuses.
-const (
-	StatusSuccess    = "success"
-	StatusValidation = "validation"
-	StatusError      = "error"
-)
 
 // Service runs batch uploads.
 type Service struct {
@@ -46,81 +40,71 @@ type pending struct {
 	draft loads.Draft
 }
 
-// Import reads every row of r and upserts it, BatchSize rows at a time. Each
-// row stands alone: rows that fail are reported and change nothing, and the
-// batches before a failure stay applied. err is for a bad header (400) or an
-// infrastructure failure.
-func (s *Service) Import(ctx context.Context, p *auth.Principal, r RowReader, def Defaults) (*Result, error) {
+// Import reads every row of r and upserts it, BatchSize rows at a time, in one
+// transaction. Each row stands alone: rows that fail are reported and change
+// nothing, the others apply. A file that cannot be read to its end (malformed,
+// over the byte or row limit) fails the request and changes nothing. err is
+// also for a bad header (400) and infrastructure failures.
+func (s *Service) Import(ctx context.Context, p *auth.Principal, r tabular.Reader, def Defaults) (*tabular.Result, error) {
 	m, err := NewMapping(r.Header())
 	if err != nil {
 		return nil, err
 	}
 	res := &collector{}
-	memo := map[int]*loads.Commodity{}
-	batch := make([]pending, 0, BatchSize)
-	keys := map[loads.Key]bool{}
-	flush := func() error {
-		if len(batch) == 0 {
+	err = s.loads.Import(ctx, p, func(ctx context.Context, imp *loads.Importer) error {
+		batch := make([]pending, 0, BatchSize)
+		keys := map[loads.Key]bool{}
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			drafts := make([]loads.Draft, len(batch))
+			for i := range batch {
+				drafts[i] = batch[i].draft
+			}
+			outcomes, err := imp.Upsert(ctx, drafts)
+			if err != nil {
+				return err
+			}
+			for i, o := range outcomes {
+				res.outcome(batch[i].line, batch[i].draft.Reference, o)
+			}
+			batch = batch[:0]
+			clear(keys)
 			return nil
 		}
-		drafts := make([]loads.Draft, len(batch))
-		for i := range batch {
-			drafts[i] = batch[i].draft
-		}
-		outcomes, err := s.loads.Import(ctx, p, drafts, memo)
-		if err != nil {
-			return err
-		}
-		for i, o := range outcomes {
-			res.outcome(batch[i].line, batch[i].draft.Reference, o)
-		}
-		batch = batch[:0]
-		clear(keys)
-		return nil
-	}
-	for {
-		row, line, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			// A file that cannot be read further: report where, keep what was applied.
-			if ferr := flush(); ferr != nil {
-				return nil, ferr
+		for {
+			row, line, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return flush()
 			}
-			res.add(line, StatusError, []string{"the file could not be read from here on: " + readError(err)}, "the rest of the file was not read", "", "")
-			break
-		}
-		if blank(row) {
-			continue
-		}
-		d := m.Draft(row, def)
-		if keys[d.Key()] {
-			// A repeated reference updates what the earlier row wrote: write that first.
-			if err := flush(); err != nil {
-				return nil, err
+			if err != nil {
+				return err
+			}
+			if blank(row) {
+				continue
+			}
+			d := m.Draft(row, def)
+			if keys[d.Key()] {
+				// A repeated reference updates what the earlier row wrote: write that first.
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			keys[d.Key()] = true
+			batch = append(batch, pending{line: line, draft: d})
+			if len(batch) == BatchSize {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
-		keys[d.Key()] = true
-		batch = append(batch, pending{line: line, draft: d})
-		if len(batch) == BatchSize {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	s.log.WithFields(logrus.Fields{"success": res.r.Success, "validation": res.r.Validation, "errors": res.r.Errors}).Info("batch upload done")
 	return res.result(), nil
-}
-
-func readError(err error) string {
-	if e, ok := apierr.As(err); ok {
-		return e.Message
-	}
-	return err.Error()
 }
 
 func blank(row []string) bool {
@@ -136,7 +120,7 @@ func blank(row []string) bool {
 // are one per row up to maxDetailed, then consecutive rows with the same
 // outcome share one result.
 type collector struct {
-	r Result
+	r tabular.Result
 	// kind and count describe the last result: what it groups and how many rows.
 	kind     string
 	count    int
@@ -145,28 +129,28 @@ type collector struct {
 
 func (c *collector) outcome(line int, reference string, o loads.ImportOutcome) {
 	if o.Err != nil {
-		status, summary := StatusError, "the row was not applied"
+		status, summary := tabular.StatusError, "the row was not applied"
 		if apierr.IsCode(o.Err, apierr.CodeValidation) {
-			status, summary = StatusValidation, "the row failed validation"
+			status, summary = tabular.StatusValidation, "the row failed validation"
 		}
 		c.add(line, status, Messages(o.Err), summary, "", reference)
 		return
 	}
-	c.add(line, StatusSuccess, []string{}, fmt.Sprintf("load %s %s", reference, o.Action), o.ID, reference)
+	c.add(line, tabular.StatusSuccess, []string{}, fmt.Sprintf("load %s %s", reference, o.Action), o.ID, reference)
 }
 
 func (c *collector) add(line int, status string, messages []string, summary, id, reference string) {
-	switch status {
-	case StatusSuccess:
-		c.r.Success++
-	case StatusValidation:
-		c.r.Validation++
-	default:
-		c.r.Errors++
-	}
 	kind := status + "/" + actionOf(summary)
 	n := len(c.r.Results)
 	if n > maxDetailed && kind == c.kind && line == c.lastLine+1 {
+		switch status { // counted here: Add counts the rows it appends
+		case tabular.StatusSuccess:
+			c.r.Success++
+		case tabular.StatusValidation:
+			c.r.Validation++
+		default:
+			c.r.Errors++
+		}
 		last := &c.r.Results[n-1]
 		c.count++
 		first := strings.SplitN(last.Rows, "-", 2)[0]
@@ -176,8 +160,8 @@ func (c *collector) add(line int, status string, messages []string, summary, id,
 		c.lastLine = line
 		return
 	}
-	c.r.Results = append(c.r.Results, RowResult{
-		Rows: strconv.Itoa(line), Status: status, Message: messages, Summary: summary, ID: id, Reference: reference,
+	c.r.Add(tabular.RowResult{
+		Rows: tabular.Line(line), Status: status, Message: messages, Summary: summary, ID: id, Reference: reference,
 	})
 	c.kind, c.count, c.lastLine = kind, 1, line
 }
@@ -188,15 +172,15 @@ func actionOf(summary string) string {
 }
 
 func groupSummary(status, summary string) string {
-	if status == StatusSuccess {
+	if status == tabular.StatusSuccess {
 		return "loads " + actionOf(summary)
 	}
 	return summary + " (the messages are those of the first row)"
 }
 
-func (c *collector) result() *Result {
+func (c *collector) result() *tabular.Result {
 	if c.r.Results == nil {
-		c.r.Results = []RowResult{}
+		c.r.Results = []tabular.RowResult{}
 	}
 	return &c.r
 }

@@ -137,7 +137,7 @@ func TestCreateAsCarrier(t *testing.T) {
 		carrier := s.Token(lt.Carrier)
 		path := loadsPath + "/carrier"
 		form := map[string]any{
-			"carrierId": lt.Carrier.OrgID, "carrierName": lt.Carrier.OrgName, "commodityId": lt.OilSeed,
+			"carrierId": lt.Carrier.OrgID, "carrierName": lt.Carrier.OrgName, "commodityId": lt.OilseedRape,
 			"reference": "HL-1", "deliveryDateISO": "2026-08-01", "weight": 28, "tags": []string{},
 		}
 		var own, forGrain lt.Load
@@ -153,7 +153,7 @@ func TestCreateAsCarrier(t *testing.T) {
 			{Name: "carrier200own", Req: testkit.Request{Method: http.MethodPost, Path: path, Token: carrier, JSON: form}, Status: 200,
 				Check: func(t *testing.T, r *testkit.Response) {
 					r.Decode(t, &own)
-					if own.Organiser.ID != "org-haul" || own.Organiser.Name != "Haul Ltd" || own.Carrier == nil || own.Carrier.ID != "org-haul" || own.Status != "upcoming" || own.Commodity.Name != "Oilseed Rape" || own.WeightNet != nil {
+					if own.Organiser.ID != "org-haul" || own.Organiser.Name != "Haul Ltd" || own.Carrier == nil || own.Carrier.ID != "org-haul" || own.Status != "upcoming" || own.Commodity.Name != "Oilseed rape" || own.WeightNet != nil {
 						t.Errorf("load %s", r.Body)
 					}
 				}},

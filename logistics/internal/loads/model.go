@@ -16,6 +16,7 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/httpx"
 )
 
@@ -83,7 +84,7 @@ type Load struct {
 	VehicleRegistration string
 	TicketNumber        string
 	Status              Status
-	Files               []FileRef
+	Files               []filestore.Ref
 	Tags                []string
 	CreatedBy           string
 	CreatedAt           time.Time
@@ -118,7 +119,7 @@ type loadJSON struct {
 	VehicleRegistration string    `json:"vehicleRegistration"`
 	TicketNumber        string    `json:"ticketNumber"`
 	Status              Status    `json:"status"`
-	Files               []FileRef `json:"files"`
+	Files               []filestore.Ref `json:"files"`
 	Tags                []string  `json:"tags"`
 }
 
@@ -127,7 +128,7 @@ type loadJSON struct {
 func (l *Load) MarshalJSON() ([]byte, error) {
 	files, tags := l.Files, l.Tags
 	if files == nil {
-		files = []FileRef{}
+		files = []filestore.Ref{}
 	}
 	if tags == nil {
 		tags = []string{}
@@ -204,7 +205,7 @@ type Proof struct {
 	WeightNet           float64
 	TicketNumber        string
 	VehicleRegistration string
-	Files               []FileRef
+	Files               []filestore.Ref
 }
 
 // Complete records a proof of delivery. The driver, the carrier or the
@@ -222,7 +223,7 @@ func (l *Load) Complete(p *auth.Principal, proof Proof, now time.Time) error {
 	l.TicketNumber = proof.TicketNumber
 	l.VehicleRegistration = proof.VehicleRegistration
 	for _, f := range proof.Files {
-		if !slices.ContainsFunc(l.Files, func(have FileRef) bool { return have.ID == f.ID }) {
+		if !slices.ContainsFunc(l.Files, func(have filestore.Ref) bool { return have.ID == f.ID }) {
 			l.Files = append(l.Files, f)
 		}
 	}
@@ -304,7 +305,7 @@ type OrganiserForm struct {
 	WeightNet           Nullable[float64]   `json:"weightNet"`
 	TicketNumber        string              `json:"ticketNumber"`
 	VehicleRegistration string              `json:"vehicleRegistration"`
-	Files               Nullable[[]FileRef] `json:"files"`
+	Files               Nullable[[]filestore.Ref] `json:"files"`
 	Tags                Nullable[[]string]  `json:"tags"`
 	PickupPostcode      *string             `json:"pickupPostcode"`
 	DropoffPostcode     *string             `json:"dropoffPostcode"`
@@ -416,7 +417,7 @@ type Draft struct {
 	VehicleRegistration string
 	PickupPostcode      string
 	DropoffPostcode     string
-	Files               []FileRef
+	Files               []filestore.Ref
 	Tags                []string
 	// Problems are failures found while reading the draft (an import cell that
 	// does not parse); Validate reports them with the rest.
@@ -523,7 +524,7 @@ func checkTags(f *apierr.Fields, tags []string) []string {
 }
 
 // NewLoad builds a new, upcoming load from a validated draft.
-func NewLoad(id string, d *Draft, c Commodity, files []FileRef, createdBy string, now time.Time) *Load {
+func NewLoad(id string, d *Draft, c Commodity, files []filestore.Ref, createdBy string, now time.Time) *Load {
 	l := &Load{
 		ID: id, Reference: d.Reference, Organiser: Party{ID: d.OrganiserID, Name: d.OrganiserName},
 		Status: StatusUpcoming, CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now, Files: files,
@@ -620,7 +621,7 @@ type ProofForm struct {
 	WeightNet           Nullable[float64]   `json:"weightNet"`
 	TicketNumber        string              `json:"ticketNumber"`
 	VehicleRegistration string              `json:"vehicleRegistration"`
-	Files               Nullable[[]FileRef] `json:"files"`
+	Files               Nullable[[]filestore.Ref] `json:"files"`
 }
 
 // Validate records every failing field and returns the proof.

@@ -11,6 +11,8 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
@@ -20,20 +22,25 @@ import (
 // id, with its default weight unit; found is false for an unknown id.
 type CommodityLookup func(ctx context.Context, id int) (c Commodity, found bool, err error)
 
+// Files is what loads need of the file store (*filestore.Service): checking
+// the file references of requests.
+type Files interface {
+	Resolve(ctx context.Context, p *auth.Principal, refs []filestore.Ref) ([]filestore.Ref, []apierr.FieldError, error)
+}
+
 // Service holds the rules of loads: validation beyond shape, permissions,
 // state transitions and transactions.
 type Service struct {
 	store       *Store
 	commodities CommodityLookup
 	files       Files
-	enqueue     Enqueue
 	log         *logrus.Entry
 	now         func() time.Time
 }
 
 // NewService wires the service.
-func NewService(store *Store, commodities CommodityLookup, files Files, enqueue Enqueue, log *logrus.Entry) *Service {
-	return &Service{store: store, commodities: commodities, files: files, enqueue: enqueue, log: log,
+func NewService(store *Store, commodities CommodityLookup, files Files, log *logrus.Entry) *Service {
+	return &Service{store: store, commodities: commodities, files: files, log: log,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}
 }
 
@@ -85,7 +92,7 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 	if err != nil {
 		return nil, err
 	}
-	files, err := s.resolveFiles(ctx, p, func(i int) []FileRef { return drafts[i].Files }, len(drafts), func(i int) *apierr.Fields { return at(f, i, list) })
+	files, err := s.resolveFiles(ctx, p, func(i int) []filestore.Ref { return drafts[i].Files }, len(drafts), func(i int) *apierr.Fields { return at(f, i, list) })
 	if err != nil {
 		return nil, err
 	}
@@ -170,44 +177,61 @@ func (s *Service) lookupCommodities(ctx context.Context, drafts []Draft, memo ma
 	return out, nil
 }
 
-// resolveFiles resolves the files of n items in one call to the file store and
-// files each failure under its item: "[i].files[j].id" in list bodies.
-func (s *Service) resolveFiles(ctx context.Context, p *auth.Principal, filesOf func(i int) []FileRef, n int, fieldsOf func(i int) *apierr.Fields) ([][]FileRef, error) {
-	out := make([][]FileRef, n)
-	var all []FileRef
-	owner := []int{} // owner[k] is the item of all[k]
-	start := make([]int, n)
+// resolveFiles resolves the files of n items through the file store, each
+// distinct file once and at most filestore.MaxResolveRefs per call (not once
+// per item), and files each failure under its item: "[i].files[j].id" in list
+// bodies. The same file may go with several items; twice in one item it is a
+// field error.
+func (s *Service) resolveFiles(ctx context.Context, p *auth.Principal, filesOf func(i int) []filestore.Ref, n int, fieldsOf func(i int) *apierr.Fields) ([][]filestore.Ref, error) {
+	var unique []filestore.Ref
+	index := map[string]int{}
 	for i := 0; i < n; i++ {
-		start[i] = len(all)
-		all = append(all, filesOf(i)...)
-		for range filesOf(i) {
-			owner = append(owner, i)
+		seen := map[string]int{}
+		for j, r := range filesOf(i) {
+			id := strings.TrimSpace(r.ID)
+			fj := fieldsOf(i).At("files").Index(j)
+			if k, dup := seen[id]; dup && id != "" {
+				fj.Add("id", "duplicate", fmt.Sprintf("is the same file as [%d]", k), map[string]any{"index": k})
+				continue
+			}
+			seen[id] = j
+			if _, ok := index[id]; !ok {
+				index[id] = len(unique)
+				unique = append(unique, filestore.Ref{ID: id})
+			}
 		}
 	}
-	if len(all) == 0 {
-		for i := range out {
-			out[i] = []FileRef{}
+	resolved := make([]filestore.Ref, len(unique))
+	problems := map[int][]apierr.FieldError{}
+	for start := 0; start < len(unique); start += filestore.MaxResolveRefs {
+		end := min(start+filestore.MaxResolveRefs, len(unique))
+		refs, errs, err := s.files.Resolve(ctx, p, unique[start:end])
+		if err != nil {
+			return nil, internal(err)
 		}
-		return out, nil
-	}
-	resolved, problems, err := s.files.Resolve(ctx, p, all)
-	if err != nil {
-		return nil, internal(err)
-	}
-	for _, fe := range problems {
-		k, rest, ok := splitIndex(fe.Path)
-		if !ok || k >= len(owner) {
-			fieldsOf(0).At("files").Add(fe.Path, fe.Code, fe.Message, fe.Data)
-			continue
+		for _, fe := range errs {
+			k, rest, ok := splitIndex(fe.Path)
+			if !ok {
+				return nil, apierr.Internal(fmt.Errorf("file store answered a field error at %q", fe.Path))
+			}
+			fe.Path = strings.TrimPrefix(rest, ".")
+			problems[start+k] = append(problems[start+k], fe)
 		}
-		i := owner[k]
-		fieldsOf(i).At("files").Add("["+strconv.Itoa(k-start[i])+"]"+rest, fe.Code, fe.Message, fe.Data)
+		if len(errs) == 0 {
+			copy(resolved[start:end], refs)
+		}
 	}
-	if len(problems) > 0 || len(resolved) != len(all) {
-		return out, nil // the field errors fail the request
-	}
+	out := make([][]filestore.Ref, n)
 	for i := 0; i < n; i++ {
-		out[i] = resolved[start[i] : start[i]+len(filesOf(i))]
+		out[i] = []filestore.Ref{}
+		for j, r := range filesOf(i) {
+			k := index[strings.TrimSpace(r.ID)]
+			if fes, bad := problems[k]; bad {
+				fieldsOf(i).At("files").Index(j).Merge(fes)
+				continue
+			}
+			out[i] = append(out[i], resolved[k])
+		}
 	}
 	return out, nil
 }
@@ -314,7 +338,7 @@ func checkLoadIDs(f *apierr.Fields, ids []string) {
 // modify loads the named loads the caller sees for update, applies change to
 // each (in the order named) and writes them with the notifications change
 // returns, in one transaction. An id the caller does not see answers 404.
-func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, change func(i int, l *Load) (*Event, error)) ([]*Load, error) {
+func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, change func(i int, l *Load) (*outbox.Event, error)) ([]*Load, error) {
 	var out []*Load
 	err := db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
 		found, err := s.store.ByIDs(ctx, tx, ViewerOf(p), ids, true)
@@ -329,7 +353,7 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 				}
 			}
 		}
-		var events []Event
+		var events []outbox.Event
 		for i, l := range out {
 			ev, err := change(i, l)
 			if err != nil {
@@ -343,7 +367,7 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 			return err
 		}
 		for _, ev := range events {
-			if err := s.enqueue(ctx, tx, ev); err != nil {
+			if err := outbox.Enqueue(ctx, tx, ev); err != nil {
 				return err
 			}
 		}
@@ -369,12 +393,12 @@ func (s *Service) SendToDriver(ctx context.Context, p *auth.Principal, items []D
 		return 0, err
 	}
 	now := s.now()
-	done, err := s.modify(ctx, p, ids, func(i int, l *Load) (*Event, error) {
+	done, err := s.modify(ctx, p, ids, func(i int, l *Load) (*outbox.Event, error) {
 		a := items[i]
 		if err := l.SendToDriver(p, Party{ID: a.DriverID, Name: a.DriverName}, now); err != nil {
 			return nil, err
 		}
-		return &Event{
+		return &outbox.Event{
 			Type: EventSentToDriver, Recipients: []string{a.DriverID},
 			Subject: "Load " + l.Reference + " was sent to you",
 			Body:    fmt.Sprintf("%s sent you load %s: %s, delivery %s%s.", senderName(p), l.Reference, l.Commodity.Name, l.DeliveryDateISO, route(l)),
@@ -398,12 +422,12 @@ func (s *Service) SendToCarrier(ctx context.Context, p *auth.Principal, items []
 		return 0, err
 	}
 	now := s.now()
-	done, err := s.modify(ctx, p, ids, func(i int, l *Load) (*Event, error) {
+	done, err := s.modify(ctx, p, ids, func(i int, l *Load) (*outbox.Event, error) {
 		a := items[i]
 		if err := l.SendToCarrier(p, Party{ID: a.CarrierID, Name: a.CarrierName}, now); err != nil {
 			return nil, err
 		}
-		return &Event{
+		return &outbox.Event{
 			Type: EventSentToCarrier, Recipients: []string{a.CarrierID},
 			Subject: "Load " + l.Reference + " was sent to you",
 			Body:    fmt.Sprintf("%s sent load %s to %s: %s, delivery %s%s.", l.Organiser.Name, l.Reference, l.Carrier.Name, l.Commodity.Name, l.DeliveryDateISO, route(l)),
@@ -486,7 +510,7 @@ func (s *Service) prove(ctx context.Context, p *auth.Principal, forms []ProofFor
 	if list {
 		checkLoadIDs(&f, ids)
 	}
-	files, err := s.resolveFiles(ctx, p, func(i int) []FileRef { return proofs[i].Files }, len(proofs), func(i int) *apierr.Fields { return at(&f, i, list) })
+	files, err := s.resolveFiles(ctx, p, func(i int) []filestore.Ref { return proofs[i].Files }, len(proofs), func(i int) *apierr.Fields { return at(&f, i, list) })
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +518,7 @@ func (s *Service) prove(ctx context.Context, p *auth.Principal, forms []ProofFor
 		return nil, err
 	}
 	now := s.now()
-	return s.modify(ctx, p, ids, func(i int, l *Load) (*Event, error) {
+	return s.modify(ctx, p, ids, func(i int, l *Load) (*outbox.Event, error) {
 		proof := proofs[i]
 		proof.Files = files[i]
 		return nil, l.Complete(p, proof, now)
@@ -519,18 +543,43 @@ type ImportOutcome struct {
 	Err    error
 }
 
-// Import upserts drafts by (organiser, reference) in one transaction: a new key
-// creates a load, a known one updates it unless nothing changed, and a
-// completed load never changes. Each draft stands alone: one that fails is
-// reported and changes nothing. Keys must not repeat within one call. memo
-// carries commodity answers across calls. err is for infrastructure failures.
-func (s *Service) Import(ctx context.Context, p *auth.Principal, drafts []Draft, memo map[int]*Commodity) ([]ImportOutcome, error) {
+// Importer upserts the rows of one upload, batch by batch, inside one
+// transaction (see Import).
+type Importer struct {
+	s    *Service
+	tx   bun.IDB
+	p    *auth.Principal
+	memo map[int]*Commodity
+	now  time.Time
+}
+
+// Import runs fn with an importer whose writes commit together when fn returns
+// nil and roll back when it fails: a file that turns out unreadable or too
+// large half way (or a client that goes away) changes nothing. Rows are still
+// judged one by one: a row that fails is reported and the others apply.
+func (s *Service) Import(ctx context.Context, p *auth.Principal, fn func(ctx context.Context, imp *Importer) error) error {
+	err := db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &Importer{s: s, tx: tx, p: p, memo: map[int]*Commodity{}, now: s.now()})
+	})
+	if err != nil {
+		return internal(err)
+	}
+	return nil
+}
+
+// Upsert writes drafts by (organiser, reference): a new key creates a load, a
+// known one updates it unless nothing changed, and a completed load never
+// changes. Each draft stands alone: one that fails is reported (a validation
+// error, 403 or 409) and changes nothing. Keys must not repeat within one
+// call. err is for infrastructure failures.
+func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcome, error) {
+	s, p, now := imp.s, imp.p, imp.now
 	out := make([]ImportOutcome, len(drafts))
 	fields := make([]apierr.Fields, len(drafts))
 	for i := range drafts {
 		drafts[i].Validate(&fields[i])
 	}
-	commodities, err := s.lookupCommodities(ctx, drafts, memo, func(i int) *apierr.Fields { return &fields[i] })
+	commodities, err := s.lookupCommodities(ctx, drafts, imp.memo, func(i int) *apierr.Fields { return &fields[i] })
 	if err != nil {
 		return nil, err
 	}
@@ -547,56 +596,49 @@ func (s *Service) Import(ctx context.Context, p *auth.Principal, drafts []Draft,
 			keys = append(keys, drafts[i].Key())
 		}
 	}
-	now := s.now()
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		existing, err := s.store.ByKeys(ctx, tx, keys)
-		if err != nil {
-			return err
-		}
-		byKey := make(map[Key]*Load, len(existing))
-		for _, l := range existing {
-			byKey[Key{OrganiserID: l.Organiser.ID, Reference: l.Reference}] = l
-		}
-		var write []*Load
-		writer := map[Key]int{}
-		for i := range drafts {
-			if out[i].Err != nil {
-				continue
-			}
-			d := &drafts[i]
-			c := commodities[d.CommodityID]
-			l, ok := byKey[d.Key()]
-			if !ok {
-				l = NewLoad(uuid.Must(uuid.NewV7()).String(), d, c, []FileRef{}, p.UserID, now)
-				out[i] = ImportOutcome{ID: l.ID, Action: ImportCreated}
-			} else {
-				changed, err := l.Reapply(d, c, now)
-				out[i] = ImportOutcome{ID: l.ID, Action: ImportUpdated, Err: err}
-				if err != nil || !changed {
-					out[i].Action = ImportUnchanged
-					continue
-				}
-			}
-			write = append(write, l)
-			writer[d.Key()] = i
-		}
-		written, err := s.store.Upsert(ctx, tx, write)
-		if err != nil {
-			return err
-		}
-		for key, i := range writer {
-			id, ok := written[key]
-			if !ok {
-				// Completed by someone else since it was read.
-				out[i] = ImportOutcome{Err: apierr.Conflict("load %s is completed and can no longer change", key.Reference)}
-				continue
-			}
-			out[i].ID = id
-		}
-		return nil
-	})
+	existing, err := s.store.ByKeys(ctx, imp.tx, keys)
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
+	}
+	byKey := make(map[Key]*Load, len(existing))
+	for _, l := range existing {
+		byKey[Key{OrganiserID: l.Organiser.ID, Reference: l.Reference}] = l
+	}
+	var write []*Load
+	writer := map[Key]int{}
+	for i := range drafts {
+		if out[i].Err != nil {
+			continue
+		}
+		d := &drafts[i]
+		c := commodities[d.CommodityID]
+		l, ok := byKey[d.Key()]
+		if !ok {
+			l = NewLoad(uuid.Must(uuid.NewV7()).String(), d, c, []filestore.Ref{}, p.UserID, now)
+			out[i] = ImportOutcome{ID: l.ID, Action: ImportCreated}
+		} else {
+			changed, err := l.Reapply(d, c, now)
+			out[i] = ImportOutcome{ID: l.ID, Action: ImportUpdated, Err: err}
+			if err != nil || !changed {
+				out[i].Action = ImportUnchanged
+				continue
+			}
+		}
+		write = append(write, l)
+		writer[d.Key()] = i
+	}
+	written, err := s.store.Upsert(ctx, imp.tx, write)
+	if err != nil {
+		return nil, err
+	}
+	for key, i := range writer {
+		id, ok := written[key]
+		if !ok {
+			// Completed by someone else since it was read.
+			out[i] = ImportOutcome{Err: apierr.Conflict("load %s is completed and can no longer change", key.Reference)}
+			continue
+		}
+		out[i].ID = id
 	}
 	return out, nil
 }

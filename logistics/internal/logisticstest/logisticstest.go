@@ -34,21 +34,26 @@ func (c Catalogue) LookupCommodity(_ context.Context, id int) (string, string, f
 	return e.Name, e.Unit, e.Conversion, ok, nil
 }
 
-// Commodity ids of the catalogue (as in the System module's reference data).
+// Commodity ids of the catalogue: those of the System module's reference data
+// (system/internal/refdata/data/commodities.json), all weighed in tonnes.
 const (
-	Wheat    = 1
-	Barley   = 2
-	OilSeed  = 3
-	Unknown  = 999999
-	Tonne    = "tonne"
-	TonneKgs = 1000
+	Wheat       = 1
+	Barley      = 2
+	Oats        = 3
+	OilseedRape = 4
+	IrishWheat  = 101
+	Unknown     = 999999
+	Tonne       = "tonne"
+	TonneKgs    = 1000
 )
 
 // Commodities is the catalogue the suites use.
 var Commodities = Catalogue{
-	Wheat:   {Name: "Wheat", Unit: Tonne, Conversion: TonneKgs},
-	Barley:  {Name: "Barley", Unit: Tonne, Conversion: TonneKgs},
-	OilSeed: {Name: "Oilseed Rape", Unit: Tonne, Conversion: TonneKgs},
+	Wheat:       {Name: "Wheat", Unit: Tonne, Conversion: TonneKgs},
+	Barley:      {Name: "Barley", Unit: Tonne, Conversion: TonneKgs},
+	Oats:        {Name: "Oats", Unit: Tonne, Conversion: TonneKgs},
+	OilseedRape: {Name: "Oilseed rape", Unit: Tonne, Conversion: TonneKgs},
+	IrishWheat:  {Name: "Wheat", Unit: Tonne, Conversion: TonneKgs},
 }
 
 // The parties of the visibility matrix: an organiser (with a second user of
