@@ -105,22 +105,22 @@ type idName struct {
 }
 
 type loadJSON struct {
-	ID                  string    `json:"id"`
-	Reference           string    `json:"reference"`
-	Organiser           Party     `json:"organiser"`
-	Carrier             *Party    `json:"carrier"`
-	Driver              *Party    `json:"driver"`
-	Commodity           idName    `json:"commodity"`
-	DeliveryDateISO     string    `json:"deliveryDateISO"`
-	DropoffPostcode     string    `json:"dropoffPostcode"`
-	PickupPostcode      string    `json:"pickupPostcode"`
-	Weight              *Weight   `json:"weight"`
-	WeightNet           *Weight   `json:"weightNet"`
-	VehicleRegistration string    `json:"vehicleRegistration"`
-	TicketNumber        string    `json:"ticketNumber"`
-	Status              Status    `json:"status"`
+	ID                  string          `json:"id"`
+	Reference           string          `json:"reference"`
+	Organiser           Party           `json:"organiser"`
+	Carrier             *Party          `json:"carrier"`
+	Driver              *Party          `json:"driver"`
+	Commodity           idName          `json:"commodity"`
+	DeliveryDateISO     string          `json:"deliveryDateISO"`
+	DropoffPostcode     string          `json:"dropoffPostcode"`
+	PickupPostcode      string          `json:"pickupPostcode"`
+	Weight              *Weight         `json:"weight"`
+	WeightNet           *Weight         `json:"weightNet"`
+	VehicleRegistration string          `json:"vehicleRegistration"`
+	TicketNumber        string          `json:"ticketNumber"`
+	Status              Status          `json:"status"`
 	Files               []filestore.Ref `json:"files"`
-	Tags                []string  `json:"tags"`
+	Tags                []string        `json:"tags"`
 }
 
 // MarshalJSON renders the seed's load shape: weights as weight objects of the
@@ -296,19 +296,19 @@ func Of[T any](v T) Nullable[T] { return Nullable[T]{Set: true, Value: &v} }
 
 // OrganiserForm is the organiser form of "create a new load".
 type OrganiserForm struct {
-	OrganiserID         string              `json:"organiserId"`
-	OrganiserName       string              `json:"organiserName"`
-	CommodityID         Nullable[float64]   `json:"commodityId"`
-	Reference           string              `json:"reference"`
-	DeliveryDateISO     string              `json:"deliveryDateISO"`
-	Weight              Nullable[float64]   `json:"weight"`
-	WeightNet           Nullable[float64]   `json:"weightNet"`
-	TicketNumber        string              `json:"ticketNumber"`
-	VehicleRegistration string              `json:"vehicleRegistration"`
+	OrganiserID         string                    `json:"organiserId"`
+	OrganiserName       string                    `json:"organiserName"`
+	CommodityID         Nullable[float64]         `json:"commodityId"`
+	Reference           string                    `json:"reference"`
+	DeliveryDateISO     string                    `json:"deliveryDateISO"`
+	Weight              Nullable[float64]         `json:"weight"`
+	WeightNet           Nullable[float64]         `json:"weightNet"`
+	TicketNumber        string                    `json:"ticketNumber"`
+	VehicleRegistration string                    `json:"vehicleRegistration"`
 	Files               Nullable[[]filestore.Ref] `json:"files"`
-	Tags                Nullable[[]string]  `json:"tags"`
-	PickupPostcode      *string             `json:"pickupPostcode"`
-	DropoffPostcode     *string             `json:"dropoffPostcode"`
+	Tags                Nullable[[]string]        `json:"tags"`
+	PickupPostcode      *string                   `json:"pickupPostcode"`
+	DropoffPostcode     *string                   `json:"dropoffPostcode"`
 }
 
 // Draft checks the form's presence rules and returns it as a draft.
@@ -617,10 +617,10 @@ func (a *CarrierAssignment) Validate(f *apierr.Fields) {
 
 // ProofForm is a proof of delivery as sent (the list form names the load).
 type ProofForm struct {
-	LoadID              string              `json:"loadId"`
-	WeightNet           Nullable[float64]   `json:"weightNet"`
-	TicketNumber        string              `json:"ticketNumber"`
-	VehicleRegistration string              `json:"vehicleRegistration"`
+	LoadID              string                    `json:"loadId"`
+	WeightNet           Nullable[float64]         `json:"weightNet"`
+	TicketNumber        string                    `json:"ticketNumber"`
+	VehicleRegistration string                    `json:"vehicleRegistration"`
 	Files               Nullable[[]filestore.Ref] `json:"files"`
 }
 
