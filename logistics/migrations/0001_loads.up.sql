@@ -37,9 +37,12 @@ CREATE TABLE logistics_loads (
 CREATE UNIQUE INDEX logistics_loads_organiser_reference ON logistics_loads (organiser_id, reference);
 
 -- Visibility: a caller sees the loads of its organisations as organiser or as
--- carrier, and those it drives. Each arm has its own index, ordered by
--- delivery date (the date filter and the default sort) and id (the tie-break
--- of pages and of keyset batches of CSV streams).
+-- carrier, and those it drives. The search reads each of these arms apart
+-- (disjoint: the carrier arm leaves out the caller's own organised loads), so
+-- each has its own index, ordered by delivery date (the date filter and the
+-- default sort) and id (the tie-break of pages and of keyset batches of CSV
+-- streams). The carrier index also holds organiser_id, so that counting the
+-- carrier arm reads the index only.
 CREATE INDEX logistics_loads_organiser_date ON logistics_loads (organiser_id, delivery_date, id);
-CREATE INDEX logistics_loads_carrier_date ON logistics_loads (carrier_id, delivery_date, id) WHERE carrier_id IS NOT NULL;
+CREATE INDEX logistics_loads_carrier_date ON logistics_loads (carrier_id, delivery_date, id, organiser_id) WHERE carrier_id IS NOT NULL;
 CREATE INDEX logistics_loads_driver_date ON logistics_loads (driver_id, delivery_date, id) WHERE driver_id IS NOT NULL;

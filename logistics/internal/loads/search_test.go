@@ -4,11 +4,13 @@ import (
 	"encoding/csv"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/agritrade/api/logistics/internal/loads"
 	lt "github.com/agritrade/api/logistics/internal/logisticstest"
+	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
 )
@@ -43,6 +45,17 @@ func searchFixture(t *testing.T, s *testkit.Server) map[string]lt.Load {
 }
 
 func TestSearch(t *testing.T) {
+	testSearch(t)
+}
+
+// TestSearchTrigramPath runs the search cases with every arm counted as
+// large, so that PostgreSQL answers `query` through the trigram index.
+func TestSearchTrigramPath(t *testing.T) {
+	defer loads.SetSmallArm(0)()
+	testSearch(t)
+}
+
+func testSearch(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		s := lt.NewServer(t, db)
 		searchFixture(t, s)
@@ -253,6 +266,58 @@ func TestCSVStreamsPastOneBatch(t *testing.T) {
 			page, _ := lt.Search(t, s, lt.Organiser, "limit=100&offset=600"+q)
 			if !slices.Equal(lt.Refs(page), refs[600:700]) {
 				t.Errorf("%s: CSV order differs from the search order", q)
+			}
+		}
+	})
+}
+
+// TestSearchManyRoles checks that a caller who is organiser, carrier and
+// driver at once sees each load once (the search reads disjoint arms), with
+// exact totals, on the JSON and CSV paths, also past the number of
+// organisations that get arms of their own.
+func TestSearchManyRoles(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := lt.NewServer(t, db)
+		both := auth.Principal{UserID: "u-both", Name: "Bo Both", OrgID: "org-grain", OrgName: "Grain Co", Orgs: []string{"org-grain", "org-haul"}}
+		other := auth.Principal{UserID: "u-other", OrgID: "org-other", OrgName: "Other Ltd", Orgs: []string{"org-other"}}
+		otherForm := func(ref string) map[string]any {
+			return with(lt.LoadForm(ref), "organiserId", "org-other", "organiserName", "Other Ltd")
+		}
+		l1 := lt.Create(t, s, both, lt.LoadForm("M-1"))[0]                                                               // organised by grain
+		l2 := lt.Create(t, s, both, with(lt.LoadForm("M-2"), "organiserId", "org-haul", "organiserName", "Haul Ltd"))[0] // organised by haul
+		l3, l4, l5 := lt.Create(t, s, other, otherForm("M-3"))[0], lt.Create(t, s, other, otherForm("M-4"))[0], lt.Create(t, s, other, otherForm("M-5"))[0]
+		lt.Send(t, s, both, "carrier", []map[string]any{{"loadId": l1.ID, "carrierId": "org-haul"}, {"loadId": l2.ID, "carrierId": "org-haul"}}, 200)
+		lt.Send(t, s, both, "driver", []map[string]any{{"loadId": l1.ID, "driverId": both.UserID}, {"loadId": l2.ID, "driverId": both.UserID}}, 200)
+		lt.Send(t, s, other, "carrier", []map[string]any{{"loadId": l3.ID, "carrierId": "org-haul"}}, 200)
+		lt.Send(t, s, other, "driver", []map[string]any{{"loadId": l3.ID, "driverId": both.UserID}, {"loadId": l4.ID, "driverId": both.UserID}}, 200)
+		_ = l5
+
+		many := auth.Principal{UserID: "u-many", OrgID: "org-a", Orgs: []string{"org-a", "org-b", "org-c", "org-d", "org-e", "org-f", "org-g", "org-grain", "org-haul"}}
+		for _, c := range []struct {
+			who  auth.Principal
+			want []string
+		}{{both, []string{"M-1", "M-2", "M-3", "M-4"}}, {many, []string{"M-1", "M-2", "M-3"}}, {other, []string{"M-3", "M-4", "M-5"}}} {
+			for _, q := range []string{"sortBy=reference", "sortBy=reference&query=grain", "sortBy=reference&sortDesc=true&limit=1&offset=1"} {
+				got, total := lt.Search(t, s, c.who, q)
+				want := c.want
+				if strings.Contains(q, "query=grain") {
+					want = slices.DeleteFunc(slices.Clone(want), func(r string) bool { return r != "M-1" })
+				}
+				if strings.Contains(q, "offset=1") {
+					want = []string{c.want[len(c.want)-2]}
+					if total != strconv.Itoa(len(c.want)) {
+						t.Errorf("%s %q: total %s, want %d", c.who.UserID, q, total, len(c.want))
+					}
+				} else if total != strconv.Itoa(len(want)) {
+					t.Errorf("%s %q: total %s, want %d", c.who.UserID, q, total, len(want))
+				}
+				if !slices.Equal(lt.Refs(got), want) {
+					t.Errorf("%s %q: %v, want %v", c.who.UserID, q, lt.Refs(got), want)
+				}
+			}
+			rows := readCSV(t, s.Do(testkit.Request{Method: http.MethodGet, Path: loadsPath + "?format=csv&sortBy=reference", Token: s.Token(c.who)}), "loads.csv")
+			if got := column(rows, "reference"); !slices.Equal(got, c.want) {
+				t.Errorf("%s CSV: %v, want %v", c.who.UserID, got, c.want)
 			}
 		}
 	})

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // Store reads and writes loads; it is the only code that knows their tables.
@@ -238,7 +240,7 @@ func (s *Store) ByIDs(ctx context.Context, db bun.IDB, v Viewer, ids []string, f
 	var rows []loadRow
 	q := db.NewSelect().Model(&rows).Column(loadColumns...).Where("id IN (?)", bun.List(ids))
 	q = visible(q, v)
-	if forUpdate && db.Dialect().Name().String() == "pg" {
+	if forUpdate && db.Dialect().Name() == dialect.PG {
 		q = q.For("UPDATE")
 	}
 	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -308,8 +310,68 @@ var sortColumns = map[string]string{
 	SortTicketNumber: "ticket_number",
 }
 
-func filtered(q *bun.SelectQuery, v Viewer, f Filter) *bun.SelectQuery {
-	q = visible(q, v)
+// maxArmOrgs is how many organisations get arms of their own; a viewer with
+// more (rare) gets one IN-list arm per role instead.
+const maxArmOrgs = 8
+
+// arm narrows a query to one part of what a viewer sees.
+type arm func(q *bun.SelectQuery) *bun.SelectQuery
+
+// arms splits what the viewer sees into disjoint parts that each match one
+// index in (delivery_date, id) order: the loads each of its organisations
+// organises, those each carries for someone else, and those it drives for
+// neither. A page takes the first rows of each part and merges them, so a
+// large organisation's first page reads 20 index entries instead of sorting
+// every load it sees; counts add up index-only counts of the parts.
+func arms(v Viewer) []arm {
+	var out []arm
+	groups := [][]string{}
+	if len(v.Orgs) > maxArmOrgs {
+		groups = append(groups, v.Orgs)
+	} else {
+		for _, o := range v.Orgs {
+			groups = append(groups, []string{o})
+		}
+	}
+	in := func(col string, g []string) (string, any) {
+		if len(g) == 1 {
+			return col + " = ?", g[0]
+		}
+		return col + " IN (?)", bun.List(g)
+	}
+	for _, g := range groups {
+		cond, arg := in("organiser_id", g)
+		out = append(out, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where(cond, arg) })
+	}
+	for _, g := range groups {
+		cond, arg := in("carrier_id", g)
+		out = append(out, func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where(cond, arg).Where("organiser_id NOT IN (?)", bun.List(v.Orgs))
+		})
+	}
+	if v.UserID != "" {
+		out = append(out, func(q *bun.SelectQuery) *bun.SelectQuery {
+			q = q.Where("driver_id = ?", v.UserID)
+			if len(v.Orgs) > 0 {
+				q = q.Where("organiser_id NOT IN (?)", bun.List(v.Orgs)).
+					Where("(carrier_id IS NULL OR carrier_id NOT IN (?))", bun.List(v.Orgs))
+			}
+			return q
+		})
+	}
+	return out
+}
+
+// smallArm is the size under which an arm answers `query` by reading its own
+// rows (in index order, filtered) rather than through the trigram index: the
+// trigram index shines for rare text in many rows, but text whose trigrams are
+// common ("farm", "ltd", a shared reference prefix) makes it read large
+// posting lists, slower than filtering a few thousand rows.
+var smallArm = 20000 // a variable so that tests can take the trigram path on small data
+
+// filtered applies the search's filters (not the visibility). scanText asks
+// for the text filter in a form no index answers (see smallArm).
+func filtered(q *bun.SelectQuery, f Filter, scanText bool) *bun.SelectQuery {
 	if f.From != nil {
 		q = q.Where("delivery_date >= ?", f.From.UTC())
 	}
@@ -328,41 +390,127 @@ func filtered(q *bun.SelectQuery, v Viewer, f Filter) *bun.SelectQuery {
 	if f.Text != "" {
 		// The text is letters and digits only (NormaliseText): no LIKE wildcards
 		// to escape. PostgreSQL answers it from the trigram index.
-		q = q.Where("search LIKE ?", "%"+f.Text+"%")
+		if scanText {
+			q = q.Where("(search || '') LIKE ?", "%"+f.Text+"%")
+		} else {
+			q = q.Where("search LIKE ?", "%"+f.Text+"%")
+		}
 	}
 	return q
 }
 
-func ordered(q *bun.SelectQuery, f Filter) *bun.SelectQuery {
-	col := sortColumns[f.SortBy]
+// textScans tells, per arm, whether it should filter the text by reading its
+// rows: on PostgreSQL, with a text query, for arms under smallArm loads (an
+// index-only count per arm, in one statement). Elsewhere it answers nil.
+func (s *Store) textScans(ctx context.Context, as []arm, f Filter) ([]bool, error) {
+	if f.Text == "" || len(as) == 0 || s.db.Dialect().Name() != dialect.PG {
+		return nil, nil
+	}
+	parts := make([]string, len(as))
+	args := make([]any, len(as))
+	noText := f
+	noText.Text = ""
+	for i, a := range as {
+		parts[i] = "(?)"
+		args[i] = filtered(a(s.db.NewSelect().Model((*loadRow)(nil)).ColumnExpr("count(*)")), noText, false)
+	}
+	sizes := make([]int, len(as))
+	dest := make([]any, len(as))
+	for i := range sizes {
+		dest[i] = &sizes[i]
+	}
+	if err := s.db.NewRaw("SELECT "+strings.Join(parts, ", "), args...).Scan(ctx, dest...); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(as))
+	for i, n := range sizes {
+		out[i] = n < smallArm
+	}
+	return out, nil
+}
+
+// scan reports whether arm i filters text by reading its rows.
+func scan(scans []bool, i int) bool { return scans != nil && scans[i] }
+
+// order is the sort of a filter: its column, direction and keyset comparison.
+func order(f Filter) (col, dir, after string) {
+	col = sortColumns[f.SortBy]
 	if col == "" {
 		col = sortColumns[SortDeliveryDate]
 	}
-	dir := " ASC"
 	if f.SortDesc {
-		dir = " DESC"
+		return col, "DESC", "<"
 	}
-	// id breaks ties so that pages (and keyset batches) are stable.
-	return q.OrderExpr("?"+dir, bun.Ident(col)).OrderExpr("id" + dir)
+	return col, "ASC", ">"
+}
+
+// count counts the loads the viewer sees that match the filter: the sum of
+// the disjoint arms' counts, in one statement.
+func (s *Store) count(ctx context.Context, v Viewer, f Filter, scans []bool) (int, error) {
+	as := arms(v)
+	if len(as) == 0 {
+		return 0, nil
+	}
+	parts := make([]string, len(as))
+	args := make([]any, len(as))
+	for i, a := range as {
+		parts[i] = "(?)"
+		args[i] = filtered(a(s.db.NewSelect().Model((*loadRow)(nil)).ColumnExpr("count(*)")), f, scan(scans, i))
+	}
+	var total int
+	err := s.db.NewRaw("SELECT "+strings.Join(parts, " + "), args...).Scan(ctx, &total)
+	return total, err
+}
+
+// page reads limit rows from offset of the loads the viewer sees that match
+// the filter, in its order, after the row after (keyset) when given. Every arm
+// yields its first offset+limit rows; the merge sorts only those.
+func (s *Store) page(ctx context.Context, v Viewer, f Filter, scans []bool, after *loadRow, limit, offset int) ([]loadRow, error) {
+	as := arms(v)
+	if len(as) == 0 {
+		return nil, nil
+	}
+	col, dir, cmp := order(f)
+	parts := make([]string, len(as))
+	args := make([]any, 0, len(as)+3)
+	for i, a := range as {
+		q := filtered(a(s.db.NewSelect().Model((*loadRow)(nil)).Column(loadColumns...)), f, scan(scans, i))
+		if after != nil {
+			q = q.Where("(?, id) "+cmp+" (?, ?)", bun.Ident(col), sortValue(after, col), after.ID)
+		}
+		q = q.OrderExpr("? "+dir, bun.Ident(col)).OrderExpr("id " + dir).Limit(int64(offset + limit))
+		parts[i] = fmt.Sprintf("SELECT * FROM (?) AS arm%d", i)
+		args = append(args, q)
+	}
+	args = append(args, bun.Ident(col), limit, offset)
+	var rows []loadRow
+	query := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") AS visible ORDER BY ? " + dir + ", id " + dir + " LIMIT ? OFFSET ?"
+	if err := s.db.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return rows, nil
 }
 
 // Search returns a page of the loads the viewer sees that match the filter,
 // and how many match in all.
 func (s *Store) Search(ctx context.Context, v Viewer, f Filter) ([]*Load, int, error) {
-	total, err := filtered(s.db.NewSelect().Model((*loadRow)(nil)), v, f).Count(ctx)
+	scans, err := s.textScans(ctx, arms(v), f)
 	if err != nil {
 		return nil, 0, err
 	}
-	if total == 0 || int64(f.Offset) >= total {
-		return []*Load{}, int(total), nil
+	total, err := s.count(ctx, v, f, scans)
+	if err != nil {
+		return nil, 0, err
 	}
-	var rows []loadRow
-	q := ordered(filtered(s.db.NewSelect().Model(&rows).Column(loadColumns...), v, f), f).Limit(int64(f.Limit)).Offset(int64(f.Offset))
-	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if total == 0 || f.Offset >= total {
+		return []*Load{}, total, nil
+	}
+	rows, err := s.page(ctx, v, f, scans, nil, f.Limit, f.Offset)
+	if err != nil {
 		return nil, 0, err
 	}
 	loads, err := toLoads(rows)
-	return loads, int(total), err
+	return loads, total, err
 }
 
 // streamBatch is how many rows each keyset query of a stream reads.
@@ -373,22 +521,14 @@ const streamBatch = 500
 // so memory stays flat at any size and no connection is held while fn writes
 // to a slow client.
 func (s *Store) Stream(ctx context.Context, v Viewer, f Filter, fn func(*Load) error) error {
-	col := sortColumns[f.SortBy]
-	if col == "" {
-		col = sortColumns[SortDeliveryDate]
-	}
-	cmp := ">"
-	if f.SortDesc {
-		cmp = "<"
+	scans, err := s.textScans(ctx, arms(v), f)
+	if err != nil {
+		return err
 	}
 	var last *loadRow
 	for {
-		var rows []loadRow
-		q := filtered(s.db.NewSelect().Model(&rows).Column(loadColumns...), v, f)
-		if last != nil {
-			q = q.Where("(?, id) "+cmp+" (?, ?)", bun.Ident(col), sortValue(last, col), last.ID)
-		}
-		if err := ordered(q, f).Limit(streamBatch).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		rows, err := s.page(ctx, v, f, scans, last, streamBatch, 0)
+		if err != nil {
 			return err
 		}
 		for i := range rows {
