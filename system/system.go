@@ -78,7 +78,9 @@ func (m *Module) Mount(r module.Routes) {
 	}
 }
 
-// Seed fills the module's reference data after migrating (module.Seeder).
+// Seed fills the module's reference data after migrating (module.Seeder):
+// commodities and countries (nothing when the database already holds the
+// committed version), then the location gazetteer.
 func (m *Module) Seed(ctx context.Context) error {
 	if m.shortlinksErr != nil {
 		return m.shortlinksErr

@@ -33,9 +33,11 @@ func newRoot() *cobra.Command {
 
 // buildModules is the one place that knows every domain module.
 func buildModules(p *app.Platform) []module.Module {
+	sys := system.New(p.Deps(system.Name))
 	return []module.Module{
-		system.New(p.Deps(system.Name)),
-		logistics.New(p.Deps(logistics.Name)),
+		sys,
+		// Logistics reads commodity names and weight units from System's reference data.
+		logistics.New(p.Deps(logistics.Name), sys),
 		livestock.New(p.Deps(livestock.Name)),
 	}
 }
