@@ -567,7 +567,7 @@ func (s *Store) Facets(ctx context.Context, v Viewer, f Filter) (map[string][]Fa
 			q.Join("JOIN livestock_listing_info AS i ON i.listing_id = l.id")
 		}
 		s.where(q, v, f, sp.skip)
-		q.Where(sp.expr+" IS NOT NULL").GroupExpr(sp.expr).OrderExpr("n DESC").OrderExpr("value ASC")
+		q.Where(sp.expr + " IS NOT NULL").GroupExpr(sp.expr).OrderExpr("n DESC").OrderExpr("value ASC")
 		if err := q.Scan(ctx, &vals); err != nil {
 			return nil, fmt.Errorf("facet %s: %w", sp.name, err)
 		}
