@@ -13,6 +13,7 @@ import (
 	"github.com/agritrade/api/platform/bus"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
@@ -33,6 +34,7 @@ type Platform struct {
 	Auth     *auth.Service
 	Bus      bus.Bus
 	Settings *settings.Service
+	Files    *filestore.Service
 	Metrics  *httpx.Metrics
 	Redis    *redis.Client
 	closers  []func() error
@@ -87,6 +89,10 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 	}
 	p.closers = append(p.closers, p.Bus.Close)
 	p.Settings = settings.New(p.DB, logs, p.Bus)
+	if p.Files, err = filestore.Open(ctx, cfg, p.DB, p.Auth.Signer, p.Log.Component("files")); err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("file store: %w", err)
+	}
 	return p, nil
 }
 
@@ -132,7 +138,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files}
 }
 
 // Close releases everything Open opened, last first.

@@ -58,6 +58,9 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 	})
 	s.Engine.Use(p.Auth.Middleware())
 	s.checkers = append(s.checkers, Checker{Name: "database", Check: func(ctx context.Context) error { return p.DB.PingContext(ctx) }})
+	if p.Files != nil {
+		s.checkers = append(s.checkers, Checker{Name: "files", Check: p.Files.Ping})
+	}
 	if err := s.mountDocs(); err != nil {
 		return nil, err
 	}

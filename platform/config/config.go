@@ -71,7 +71,9 @@ type Files struct {
 	Backend     string        `mapstructure:"backend"`
 	MaxUploadMB int64         `mapstructure:"max_upload_mb"`
 	URLTTL      time.Duration `mapstructure:"url_ttl"`
-	S3          S3            `mapstructure:"s3"`
+	// Dir is the local backend's directory; empty means <data_dir>/files.
+	Dir string `mapstructure:"dir"`
+	S3  S3     `mapstructure:"s3"`
 }
 
 // S3 configures an S3-compatible object store.
@@ -82,6 +84,10 @@ type S3 struct {
 	SecretKey string `mapstructure:"secret_key"`
 	UseSSL    bool   `mapstructure:"use_ssl"`
 	Region    string `mapstructure:"region"`
+	// Prefix is prepended to every object key (several deployments can share a bucket).
+	Prefix string `mapstructure:"prefix"`
+	// PartSizeMB is the multipart part size: the memory one upload holds at a time (S3 minimum 5).
+	PartSizeMB int64 `mapstructure:"part_size_mb"`
 }
 
 // Cache selects the cache backend.
@@ -246,6 +252,9 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.s3.secret_key", "")
 	v.SetDefault("files.s3.use_ssl", false)
 	v.SetDefault("files.s3.region", "us-east-1")
+	v.SetDefault("files.s3.prefix", "")
+	v.SetDefault("files.s3.part_size_mb", 5)
+	v.SetDefault("files.dir", "")
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
 	v.SetDefault("redis.url", "redis://127.0.0.1:6379/0")

@@ -9,6 +9,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
@@ -55,4 +56,6 @@ type Deps struct {
 	Log    *logging.Module
 	Auth   *auth.Service
 	Bus    bus.Bus
+	// Files stores uploads and resolves the file references of requests.
+	Files *filestore.Service
 }
