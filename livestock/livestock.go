@@ -38,12 +38,11 @@ func New(deps module.Deps) *Module {
 		panic(err) // the directory is embedded at build time
 	}
 	cats := categories.NewService(categories.NewStore(deps.DB))
-	var files listings.FileResolver
 	return &Module{
 		Base:       module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
 		deps:       deps,
 		categories: cats,
-		listings:   listings.NewService(listings.NewStore(deps.DB), files, cats, deps.Log.Component("listings")),
+		listings:   listings.NewService(listings.NewStore(deps.DB), deps.Files, cats, deps.Log.Component("listings")),
 	}
 }
 

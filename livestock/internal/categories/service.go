@@ -33,10 +33,17 @@ func (s *Service) List(ctx context.Context, kind Kind) ([]Category, error) {
 	return cats, nil
 }
 
-// Check tells which of ids are not categories of kind. The field errors have
-// paths relative to the list ("[1]"), for the caller to place under its field.
+// Check tells which of ids are not categories of kind; ids below 1 (items the
+// caller already reported) are skipped. The field errors have paths relative to
+// the list ("[1]"), for the caller to place under its field.
 func (s *Service) Check(ctx context.Context, kind Kind, ids []int) ([]apierr.FieldError, error) {
-	kinds, err := s.store.KindsOf(ctx, ids)
+	wanted := make([]int, 0, len(ids))
+	for _, id := range ids {
+		if id > 0 {
+			wanted = append(wanted, id)
+		}
+	}
+	kinds, err := s.store.KindsOf(ctx, wanted)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +51,7 @@ func (s *Service) Check(ctx context.Context, kind Kind, ids []int) ([]apierr.Fie
 	for i, id := range ids {
 		k, ok := kinds[id]
 		switch {
+		case id <= 0:
 		case !ok:
 			f.Index(i).Add("", "not_found", fmt.Sprintf("category %d does not exist (see GET /livestock/v1/categories)", id), map[string]any{"actual": id})
 		case k != kind:

@@ -280,7 +280,9 @@ type Draft struct {
 	Location    *Location
 	Price       Price
 	// Files are the references as given (ids); the service resolves them.
-	Files       []filestore.Ref
+	Files []filestore.Ref
+	// filesValid tells that the files are well-formed, ready to be resolved.
+	filesValid bool
 	Description string
 	Tags        []string
 	Properties  Properties
@@ -306,7 +308,7 @@ func ParseDraft(kind categories.Kind, raw []byte) (*Draft, *apierr.Fields, error
 	if p, ok := o.price("price", true); ok {
 		d.Price = *p
 	}
-	d.Files, _ = o.files("files", true)
+	d.Files, d.filesValid = o.files("files", true)
 	d.Description, _ = o.str("description", true, MaxDescription)
 	d.Tags, _ = o.strs("tags", true, MaxTags, MaxTagLen)
 	d.Properties = o.properties(kind, true)
@@ -429,21 +431,26 @@ func ParseReview(raw []byte) (string, error) {
 	return decision, f.Err()
 }
 
-// categoryIDs reads the category ids: whole positive numbers, duplicates dropped.
-// Whether they exist is the service's check.
+// categoryIDs reads the category ids: whole positive numbers, no duplicates.
+// The answer keeps the positions of the body (0 where an item failed), so that
+// the service's existence check reports "categoryIds[i]" at the right i.
 func (o object) categoryIDs(key string, required bool) ([]int, bool) {
 	items, lf, ok := o.list(key, required, false, MaxCategories)
 	if !ok {
 		return nil, false
 	}
-	out := make([]int, 0, len(items))
+	out := make([]int, len(items))
 	valid := true
 	for i, it := range items {
 		id, ok := element(lf, i, it).integerIn("", true, 1, math.MaxInt32)
-		valid = valid && ok
-		if ok && !slices.Contains(out, id) {
-			out = append(out, id)
+		if ok && slices.Contains(out[:i], id) {
+			lf.Index(i).Add("", "duplicate", fmt.Sprintf("category %d is listed twice", id), map[string]any{"actual": id})
+			ok = false
 		}
+		if ok {
+			out[i] = id
+		}
+		valid = valid && ok
 	}
 	return out, valid
 }
@@ -538,7 +545,8 @@ func (o object) money(key string, required, nullable bool) *Money {
 	return m
 }
 
-// files reads the file references (null allowed): objects with an id.
+// files reads the file references (null allowed): objects with a string id.
+// Blank, duplicate and unknown ids are filestore.Resolve's to report.
 func (o object) files(key string, required bool) ([]filestore.Ref, bool) {
 	items, lf, ok := o.list(key, required, true, MaxFiles)
 	if !ok {
@@ -552,8 +560,13 @@ func (o object) files(key string, required bool) ([]filestore.Ref, bool) {
 			valid = false
 			continue
 		}
-		id, ok := el.str("id", true, MaxText)
-		valid = valid && ok
+		var id string
+		if v, ok := el.m["id"]; ok && v != nil {
+			if id, ok = v.(string); !ok {
+				el.typeError("id", "a string", v)
+				valid = false
+			}
+		}
 		refs = append(refs, filestore.Ref{ID: id})
 	}
 	return refs, valid

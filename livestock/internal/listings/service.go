@@ -68,7 +68,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	if err != nil {
 		return "", err
 	}
-	if d.Files, err = s.checkReferences(ctx, p, kind, f, d.CategoryIDs, d.Files); err != nil {
+	if d.Files, err = s.checkReferences(ctx, p, kind, f, d.CategoryIDs, d.Files, d.filesValid); err != nil {
 		return "", storeErr(err)
 	}
 	if err := f.Err(); err != nil {
@@ -91,9 +91,9 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 }
 
 // checkReferences completes f with the checks that need other data: the
-// categories must be of the kind, the files readable by p. It answers the
-// canonical file references.
-func (s *Service) checkReferences(ctx context.Context, p *auth.Principal, kind categories.Kind, f *apierr.Fields, ids []int, files []filestore.Ref) ([]filestore.Ref, error) {
+// categories must be of the kind, the files (when well-formed) readable by p.
+// It answers the canonical file references.
+func (s *Service) checkReferences(ctx context.Context, p *auth.Principal, kind categories.Kind, f *apierr.Fields, ids []int, files []filestore.Ref, filesValid bool) ([]filestore.Ref, error) {
 	if len(ids) > 0 {
 		errs, err := s.cats.Check(ctx, kind, ids)
 		if err != nil {
@@ -101,17 +101,8 @@ func (s *Service) checkReferences(ctx context.Context, p *auth.Principal, kind c
 		}
 		f.At("categoryIds").Merge(errs)
 	}
-	if len(files) == 0 {
+	if len(files) == 0 || !filesValid {
 		return []filestore.Ref{}, nil
-	}
-	for _, r := range files {
-		if r.ID == "" {
-			return files, nil // already reported by the parser
-		}
-	}
-	if s.files == nil {
-		f.At("files").Add("", "unavailable", "file references cannot be checked: no file store", nil)
-		return files, nil
 	}
 	resolved, errs, err := s.files.Resolve(ctx, p, files)
 	if err != nil {
@@ -150,12 +141,12 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 		return nil, err
 	}
 	if patch.SetFiles {
-		if patch.Files, err = s.checkReferences(ctx, p, cur.Kind, f, nil, patch.Files); err != nil {
+		if patch.Files, err = s.checkReferences(ctx, p, cur.Kind, f, nil, patch.Files, true); err != nil {
 			return nil, storeErr(err)
 		}
 	}
 	if patch.SetCategories {
-		if _, err = s.checkReferences(ctx, p, cur.Kind, f, patch.CategoryIDs, nil); err != nil {
+		if _, err = s.checkReferences(ctx, p, cur.Kind, f, patch.CategoryIDs, nil, false); err != nil {
 			return nil, storeErr(err)
 		}
 	}
