@@ -59,6 +59,21 @@ func (m *Module) Seed(ctx context.Context) error { return m.categories.Seed(ctx)
 // working-dog, feed, bedding.
 func Kinds() []string { return categories.KindNames() }
 
+// Category is a listing category (GET /livestock/v1/categories).
+type Category = categories.Category
+
+// Categories lists the listing categories of a kind (all when kind is empty),
+// for building create bodies (sample data).
+func Categories(kind string) []Category {
+	var out []Category
+	for _, c := range categories.All() {
+		if kind == "" || string(c.Kind) == kind {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // CreateListing creates a listing of a kind for p (its current organisation
 // owns it) from the JSON body of the kind's create route, with the same
 // validation and rules as the API, and answers the new id. It is for sample

@@ -34,10 +34,13 @@ CREATE TABLE livestock_listings (
 
 -- The common searches: a status (and kind and type) newest first, and a status
 -- (and kind and type) within a latitude band, longitude checked in the index.
-CREATE INDEX livestock_listings_recent ON livestock_listings (status, kind, type, created_at);
-CREATE INDEX livestock_listings_geo ON livestock_listings (status, kind, type, lat, lon);
-CREATE INDEX livestock_listings_status_geo ON livestock_listings (status, lat, lon);
-CREATE INDEX livestock_listings_status_recent ON livestock_listings (status, created_at);
+-- hidden, created_at and id ride along so that counting and choosing a page
+-- are index-only scans (distance included: it is computed from lat and lon);
+-- only the rows of the page are read from the table.
+CREATE INDEX livestock_listings_recent ON livestock_listings (status, kind, type, hidden, created_at, id);
+CREATE INDEX livestock_listings_geo ON livestock_listings (status, kind, type, lat, lon, hidden, created_at, id);
+CREATE INDEX livestock_listings_status_geo ON livestock_listings (status, lat, lon, hidden, created_at, id);
+CREATE INDEX livestock_listings_status_recent ON livestock_listings (status, hidden, created_at, id);
 CREATE INDEX livestock_listings_org ON livestock_listings (organisation_id, status);
 CREATE INDEX livestock_listings_breed ON livestock_listings (breed_type, status);
 CREATE INDEX livestock_listings_society ON livestock_listings (breed_society, status);

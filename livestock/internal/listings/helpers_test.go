@@ -33,7 +33,7 @@ var (
 	admin    = testkit.Admin
 )
 
-func newServer(t *testing.T, db *bun.DB) *testkit.Server {
+func newServer(t testing.TB, db *bun.DB) *testkit.Server {
 	t.Helper()
 	return testkit.NewServer(t, db, func(p *app.Platform) []module.Module {
 		return []module.Module{livestock.New(p.Deps(livestock.Name))}

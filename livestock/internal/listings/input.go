@@ -282,7 +282,7 @@ type Draft struct {
 	// Files are the references as given (ids); the service resolves them.
 	Files []filestore.Ref
 	// filesValid tells that the files are well-formed, ready to be resolved.
-	filesValid bool
+	filesValid  bool
 	Description string
 	Tags        []string
 	Properties  Properties

@@ -238,7 +238,17 @@ func decodeProperties(kind categories.Kind, raw []byte) (Properties, error) {
 	default:
 		return nil, nil
 	}
-	return p, json.Unmarshal(raw, p)
+	if err := json.Unmarshal(raw, p); err != nil {
+		return nil, err
+	}
+	// Lists always render as arrays, also for rows written without them.
+	switch v := p.(type) {
+	case *SheepProperties:
+		v.Type, v.AdditionalInfo = nonNil(v.Type), nonNil(v.AdditionalInfo)
+	case *CattleProperties:
+		v.AdditionalInfo = nonNil(v.AdditionalInfo)
+	}
+	return p, nil
 }
 
 // Listing is a marketplace listing.

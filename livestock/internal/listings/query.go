@@ -2,6 +2,7 @@ package listings
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/agritrade/api/livestock/internal/categories"
@@ -29,6 +30,9 @@ const (
 
 // SortFields lists the sortBy values of the search.
 var SortFields = []string{SortCreated, SortUpdated, SortPrice, SortDistance}
+
+// sortDistanceAlias is accepted for SortDistance (the spelling).
+const sortDistanceAlias = "distance"
 
 // Limits of the search query.
 const (
@@ -69,7 +73,10 @@ type Search struct {
 // and an incomplete point, answer validation_failed naming every parameter.
 func ParseSearch(q *httpx.Query) (Search, error) {
 	s := Search{Docs: q.Bool("docs", true)}
-	s.Page = q.Page(SortFields, "", false)
+	s.Page = q.Page(append(slices.Clone(SortFields), sortDistanceAlias), "", false)
+	if s.Page.SortBy == sortDistanceAlias {
+		s.Page.SortBy = SortDistance
+	}
 	s.CSV = q.Enum("format", "json", "csv") == "csv"
 	s.Status = q.Enum("f:status", StatusFilters...)
 	s.Kind = q.Enum("f:commodityType", categories.KindNames()...)

@@ -215,6 +215,9 @@ func parseQuery(t *testing.T, viewer auth.Principal, raw string) query {
 		q.offset = int(*o)
 	}
 	q.desc = v.Get("sortDesc") == "true"
+	if q.sortBy == "distance" {
+		q.sortBy = "distanceKm"
+	}
 	if q.sortBy == "" {
 		if q.lat != nil {
 			q.sortBy = "distanceKm"
@@ -356,6 +359,7 @@ var searchQueries = []string{
 	"latitude=53.35&longitude=-6.26&distanceKm=220",
 	"latitude=52&longitude=-2&distanceKm=0.001",
 	"latitude=53.96&longitude=-1.08&distanceKm=250&sortBy=distanceKm&sortDesc=true",
+	"latitude=53.96&longitude=-1.08&distanceKm=250&sortBy=distance",
 	"latitude=53.96&longitude=-1.08&distanceKm=300&sortBy=createdAtUTC&sortDesc=true&f:commodityType=sheep",
 	"latitude=55&longitude=-3&distanceKm=5000&limit=100",
 	"sortBy=price", "sortBy=price&sortDesc=true&limit=7&offset=2", "sortDesc=false", "limit=5&offset=3", "limit=100&offset=1000",

@@ -83,7 +83,8 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	if d.IsDraft {
 		l.Status = StatusDraft
 	}
-	if err := s.store.Insert(ctx, s.store.DB(), l); err != nil {
+	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error { return s.store.Insert(ctx, tx, l) })
+	if err != nil {
 		return "", storeErr(err)
 	}
 	s.log.WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")

@@ -202,7 +202,7 @@ func insertInfos(ctx context.Context, tx bun.IDB, infos []infoRow) error {
 }
 
 // BulkInsert writes many listings in batches, each batch in one transaction
-// (sample data and benchmarks).
+// (sample data and benchmarks). Call Analyze after a large load.
 func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
 	const batch = 500
 	for start := 0; start < len(ls); start += batch {
@@ -225,6 +225,22 @@ func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
 		})
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// Analyze refreshes the planner's statistics of the listing tables after a
+// bulk load, so that searches pick the right index; on PostgreSQL it also
+// vacuums, which lets the searches' index-only scans skip the table.
+func (s *Store) Analyze(ctx context.Context) error {
+	cmd := "ANALYZE "
+	if s.pg {
+		cmd = "VACUUM ANALYZE "
+	}
+	for _, table := range []string{"livestock_listings", "livestock_listing_info", "livestock_wishlist"} {
+		if _, err := s.db.ExecContext(ctx, cmd+table); err != nil {
+			return fmt.Errorf("analyze %s: %w", table, err)
 		}
 	}
 	return nil
@@ -465,30 +481,48 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 	}
 }
 
-// searchQuery selects the listings of a search in its order; limit 0 means all.
-func (s *Store) searchQuery(rows *[]listingRow, v Viewer, sr Search, limit, offset int) *bun.SelectQuery {
+// selectListings selects whole listings with the caller's wishlist flag and,
+// around a point, the distance.
+func (s *Store) selectListings(rows *[]listingRow, v Viewer, sr Search) *bun.SelectQuery {
 	q := s.db.NewSelect().Model(rows).ColumnExpr("l.*").
 		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", v.UserID)
 	if p := sr.Near; p != nil {
 		q.ColumnExpr(s.distanceSQL()+" AS distance_km", p.Lat, p.Lat, p.Lon)
 	}
-	s.where(q, v, sr.Filter, noFacet)
-	col := map[string]string{SortCreated: "l.created_at", SortUpdated: "l.updated_at", SortPrice: "l.price_amount", SortDistance: "distance_km"}[sr.Page.SortBy]
+	return q
+}
+
+// order sorts q by the search's sortBy, the id breaking ties.
+func (s *Store) order(q *bun.SelectQuery, sr Search) {
 	dir := " ASC"
 	if sr.Page.SortDesc {
 		dir = " DESC"
 	}
-	q.OrderExpr(col + dir).OrderExpr("l.id" + dir)
-	if limit > 0 {
-		q.Limit(int64(limit)).Offset(int64(offset))
+	switch sr.Page.SortBy {
+	case SortDistance:
+		q.OrderExpr(s.distanceSQL()+dir, sr.Near.Lat, sr.Near.Lat, sr.Near.Lon)
+	case SortUpdated:
+		q.OrderExpr("l.updated_at" + dir)
+	case SortPrice:
+		q.OrderExpr("l.price_amount" + dir)
+	default:
+		q.OrderExpr("l.created_at" + dir)
 	}
-	return q
+	q.OrderExpr("l.id" + dir)
 }
 
-// Search answers a page of a search.
+// Search answers a page of a search in two steps: the ids of the page are
+// chosen from the index alone (filters, distance and the default order are all
+// in the search indexes), then only those rows are read.
 func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, error) {
+	page := s.db.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id")
+	s.where(page, v, sr.Filter, noFacet)
+	s.order(page, sr)
+	page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
 	var rows []listingRow
-	if err := s.searchQuery(&rows, v, sr, sr.Page.Limit, sr.Page.Offset).Scan(ctx); err != nil {
+	q := s.selectListings(&rows, v, sr).Where("l.id IN (?)", page)
+	s.order(q, sr)
+	if err := q.Scan(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]*Listing, len(rows))
@@ -514,7 +548,10 @@ func (s *Store) Count(ctx context.Context, v Viewer, f Filter) (int, error) {
 // (CSV exports of any size in constant memory).
 func (s *Store) Stream(ctx context.Context, v Viewer, sr Search, fn func(*Listing) error) error {
 	var none []listingRow
-	rows, err := s.searchQuery(&none, v, sr, 0, 0).Rows(ctx)
+	q := s.selectListings(&none, v, sr)
+	s.where(q, v, sr.Filter, noFacet)
+	s.order(q, sr)
+	rows, err := q.Rows(ctx)
 	if err != nil {
 		return err
 	}
