@@ -15,6 +15,7 @@ func TestVisibilityEditAndClose(t *testing.T) {
 		s := newServer(t, db)
 		own, other, hand := s.Token(farmer), s.Token(outsider), s.Token(farmHand)
 		draft := create(t, s, farmer, "sheep", with(validBody("sheep"), "isDraft", true))
+		photo := upload(t, s, farmer, "ewes.txt")
 		selling := create(t, s, farmer, "cattle", validBody("cattle"))
 		buying := create(t, s, farmer, "feed", with(validBody("feed"), "type", "buying"))
 		cancel := create(t, s, farmer, "bedding", validBody("bedding"))
@@ -52,12 +53,16 @@ func TestVisibilityEditAndClose(t *testing.T) {
 			{Name: "patchFeedProperties400", Req: testkit.Request{Method: http.MethodPatch, Path: path(buying, ""), Token: own, JSON: map[string]any{"properties": map[string]any{"sexes": "ewes"}}}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "properties") }},
 			{Name: "patchDraft200", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: hand, JSON: map[string]any{
-				"description": "Twenty Texel ewes", "tags": []string{"ewes"}, "location": nil,
+				"description": "Twenty Texel ewes", "tags": []string{"ewes"}, "location": nil, "categoryIds": []int{1, 101},
+				"files":      []map[string]any{{"id": photo.ID}},
 				"properties": map[string]any{"breedType": "texel", "sexes": "ewes", "additionalInfo": []string{"in-lamb"}}}}, Status: 200,
 				Check: func(t *testing.T, r *testkit.Response) {
-					m := r.Map(t)
-					if m["status"] != "draft" || m["description"] != "Twenty Texel ewes" || m["location"] != nil {
-						t.Fatalf("patched %v", m)
+					var l listing
+					r.Decode(t, &l)
+					if l.Status != "draft" || l.Description != "Twenty Texel ewes" || string(l.Location) != "null" || len(l.CategoryIDs) != 2 ||
+						len(l.Files) != 1 || l.Files[0].ID != photo.ID || l.Files[0].Name != "ewes.txt" ||
+						!jsonEqual(t, l.Properties, []byte(`{"breedType":"texel","sexes":"ewes","additionalInfo":["in-lamb"],"type":[]}`)) {
+						t.Fatalf("patched %s", r.Body)
 					}
 				}},
 			{Name: "publishedStillHiddenFromSearchAsDraft", Req: testkit.Request{Method: http.MethodGet, Path: "/livestock/v1/listings", Token: own}, Status: 200,
@@ -70,6 +75,14 @@ func TestVisibilityEditAndClose(t *testing.T) {
 				}},
 			{Name: "publish200", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: own, JSON: map[string]any{"isDraft": false}}, Status: 200, Check: statusIs("active")},
 			{Name: "publishedOther200", Req: testkit.Request{Method: http.MethodGet, Path: path(draft, ""), Token: other}, Status: 200},
+			{Name: "publishedSearchable200", Req: testkit.Request{Method: http.MethodGet, Path: "/livestock/v1/listings?f:commodityAdditionalInfo=in-lamb", Token: other}, Status: 200,
+				Check: func(t *testing.T, r *testkit.Response) {
+					var ls []listing
+					r.Decode(t, &ls)
+					if len(ls) != 1 || ls[0].ID != draft {
+						t.Fatalf("in-lamb search %v", ids(ls))
+					}
+				}},
 			{Name: "backToDraft409", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: own, JSON: map[string]any{"isDraft": true}}, Status: 409, Code: "conflict"},
 			// Closing.
 			{Name: "closeDraft409", Req: closeReq(own, create(t, s, farmer, "feed", with(validBody("feed"), "isDraft", true)), "sold"), Status: 409, Code: "conflict"},
