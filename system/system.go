@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/system/internal/files"
 )
 
 // Name is the module's path segment and log name.
@@ -37,4 +38,6 @@ func New(deps module.Deps) *Module {
 }
 
 // Mount binds the module's routes.
-func (m *Module) Mount(r module.Routes) {}
+func (m *Module) Mount(r module.Routes) {
+	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
+}

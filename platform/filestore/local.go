@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,8 +15,8 @@ import (
 // the same file system as the objects, so that committing is a rename.
 const tmpDir = ".tmp"
 
-// copyBufferSize is the buffer of one streamed upload or download.
-const copyBufferSize = 64 << 10
+// writeBufferSize is the write buffer of one upload: the memory it holds.
+const writeBufferSize = 256 << 10
 
 // Local keeps objects as files under a root directory.
 type Local struct {
@@ -78,8 +79,13 @@ func (l *Local) Put(_ context.Context, key string, r io.Reader) (n int64, err er
 			_ = os.Remove(f.Name())
 		}
 	}()
-	buf := make([]byte, copyBufferSize)
-	if n, err = io.CopyBuffer(onlyWriter{f}, r, buf); err != nil {
+	// Request bodies arrive in small reads (the multipart reader returns at
+	// most 4 KiB at a time): gather them into large writes.
+	w := bufio.NewWriterSize(f, writeBufferSize)
+	if n, err = w.ReadFrom(r); err != nil {
+		return n, err
+	}
+	if err = w.Flush(); err != nil {
 		return n, err
 	}
 	if err = f.Sync(); err != nil {
@@ -145,9 +151,3 @@ func (l *Local) Ping(context.Context) error {
 	}
 	return nil
 }
-
-// onlyWriter hides *os.File's ReadFrom so that io.CopyBuffer uses the given
-// buffer instead of allocating its own per call.
-type onlyWriter struct{ w io.Writer }
-
-func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }

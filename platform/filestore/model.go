@@ -15,6 +15,7 @@ package filestore
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -49,12 +50,11 @@ const (
 // Limits of the upload fields. Names are shown in file pickers and headers;
 // 255 characters is what common file systems allow.
 const (
-	MaxNameLen          = 255
-	MaxOrganisations    = 50
-	MaxOrganisationLen  = 100
-	MaxResolveRefs      = 100
-	timeLayout          = time.RFC3339
-	organisationsFormat = "comma-separated organisation ids"
+	MaxNameLen         = 255
+	MaxOrganisations   = 50
+	MaxOrganisationLen = 100
+	MaxResolveRefs     = 100
+	timeLayout         = time.RFC3339
 )
 
 // Ref is the seed's file reference (inside `files` arrays of requests and responses).
@@ -226,6 +226,9 @@ func validateInput(p *auth.Principal, in PutInput) (upload, error) {
 	if f.Required("name", u.name) && f.MaxLen("name", u.name, MaxNameLen) {
 		f.Check(validName(u.name), "name", "format", "must be valid UTF-8 without control characters")
 	}
+	if in.Body == nil {
+		f.Add("file", "required", "is required", nil)
+	}
 	u.org = strings.TrimSpace(in.OrganisationID)
 	if u.org == "" {
 		u.org = p.OrgID
@@ -233,18 +236,21 @@ func validateInput(p *auth.Principal, in PutInput) (upload, error) {
 	if f.Required("organisationId", u.org) {
 		f.MaxLen("organisationId", u.org, MaxOrganisationLen)
 	}
+	// Blank entries and repeats (of the owner too) carry no meaning in a
+	// comma-separated list: they are dropped, not refused.
 	seen := map[string]bool{u.org: true}
-	for i, o := range in.Organisations {
+	for _, o := range in.Organisations {
 		o = strings.TrimSpace(o)
 		if o == "" || seen[o] {
-			continue // blank entries and duplicates of a comma list carry no meaning
+			continue
 		}
 		seen[o] = true
-		if !f.MaxLen("organisations", o, MaxOrganisationLen) || !f.Check(validName(o), "organisations", "format", "must be "+organisationsFormat) {
+		if !f.MaxLen("organisations", o, MaxOrganisationLen) ||
+			!f.Check(validName(o), "organisations", "format", "must be comma-separated organisation ids") {
 			break
 		}
 		if len(u.orgs) == MaxOrganisations {
-			f.Add("organisations", "max_items", "at most 50 organisations", map[string]any{"max": MaxOrganisations, "index": i})
+			f.Add("organisations", "max_items", fmt.Sprintf("must name at most %d organisations", MaxOrganisations), map[string]any{"max": MaxOrganisations})
 			break
 		}
 		u.orgs = append(u.orgs, o)

@@ -145,10 +145,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	if err != nil {
 		return nil, err
 	}
-	if in.Body == nil {
-		return nil, apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "is required", Data: map[string]any{}})
-	}
-	head := make([]byte, SniffLen)
+	head := make([]byte, HeadLen)
 	n, err := io.ReadFull(in.Body, head)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, s.bodyError(err)

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,6 +294,18 @@ func TestSignedToken(t *testing.T) {
 		ctx := context.Background()
 		rec := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a.txt", Body: strings.NewReader("a")})
 		other := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "b.txt", Body: strings.NewReader("b")})
+		// The URLs carry a token that expires after Options.URLTTL (files.url_ttl).
+		tok, err := url.ParseQuery(strings.SplitN(rec.SignedURL, "?", 2)[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, _, _ := strings.Cut(tok.Get("token"), ".")
+		if sec, _ := strconv.ParseInt(exp, 10, 64); time.Until(time.Unix(sec, 0)) > time.Minute || time.Until(time.Unix(sec, 0)) < 55*time.Second {
+			t.Fatalf("token %q does not expire in a minute", tok.Get("token"))
+		}
+		if _, err := s.GetSigned(ctx, rec.ID, tok.Get("token")); err != nil {
+			t.Fatal(err)
+		}
 		good := s.SignToken(rec.ID, time.Now().Add(time.Minute))
 		if _, err := s.GetSigned(ctx, rec.ID, good); err != nil {
 			t.Fatal(err)
@@ -303,7 +317,7 @@ func TestSignedToken(t *testing.T) {
 		if err := s.Archive(ctx, farmer, rec.ID); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.GetSigned(ctx, rec.ID, good)
+		_, err = s.GetSigned(ctx, rec.ID, good)
 		wantCode(t, err, apierr.CodeNotFound)
 	})
 }

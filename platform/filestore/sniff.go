@@ -7,10 +7,13 @@ import (
 	"strings"
 )
 
-// SniffLen is how many leading bytes Sniff looks at: net/http's sniffing
-// window, enough for every signature below except the names inside a ZIP,
-// which are read when they fall in the window.
-const SniffLen = 512
+// SniffLen is net/http's sniffing window: every signature Sniff knows lies
+// in the first SniffLen bytes, except the entry names that tell a Word or
+// Excel file from any ZIP, which are looked for in the first HeadLen bytes.
+const (
+	SniffLen = 512
+	HeadLen  = 4096
+)
 
 // Content types Sniff answers beyond net/http's.
 const (
@@ -42,13 +45,17 @@ const (
 	typeOpenDocPfx = "application/vnd.oasis.opendocument."
 )
 
-// Sniff answers the content type of a file from its first bytes (at most
-// SniffLen are looked at), and whether they are an executable: an ELF, PE/MZ
-// or Mach-O binary, or a script starting with "#!". It knows what
+// Sniff answers the content type of a file from its first bytes (up to
+// HeadLen), and whether they are an executable: an ELF, PE/MZ or Mach-O
+// binary, or a script starting with "#!". It knows what
 // net/http.DetectContentType knows plus the video containers, image formats
 // and office documents phones and browsers upload; anything unknown is
 // application/octet-stream, text is text/plain.
-func Sniff(head []byte) (contentType string, executable bool) {
+func Sniff(data []byte) (contentType string, executable bool) {
+	if len(data) > HeadLen {
+		data = data[:HeadLen]
+	}
+	head := data
 	if len(head) > SniffLen {
 		head = head[:SniffLen]
 	}
@@ -64,7 +71,7 @@ func Sniff(head []byte) (contentType string, executable bool) {
 	ct := http.DetectContentType(head)
 	switch ct {
 	case typeZIP:
-		return zipType(head), false
+		return zipType(data), false
 	case typeWebM:
 		// net/http calls every EBML file WebM; the DocType says which it is.
 		if bytes.Contains(head, []byte("matroska")) {
@@ -212,10 +219,17 @@ func zipType(h []byte) string {
 				}
 			}
 		}
+		next := nameEnd + extraLen + csize
 		if flags&0x08 != 0 {
-			break // sizes follow the data: the next header cannot be found
+			// The sizes follow the data (streamed ZIPs): look for the next
+			// header's signature instead. A false match only mislabels a ZIP.
+			i := bytes.Index(h[nameEnd:], []byte("PK\x03\x04"))
+			if i < 0 {
+				break
+			}
+			next = nameEnd + i
 		}
-		off = nameEnd + extraLen + csize
+		off = next
 	}
 	return typeZIP
 }
@@ -224,7 +238,9 @@ func zipType(h []byte) string {
 // sent back as a Content-Type header.
 func isToken(s string) bool {
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '+' || r == '/') {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '-', r == '+', r == '/':
+		default:
 			return false
 		}
 	}

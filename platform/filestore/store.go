@@ -99,7 +99,7 @@ func (s store) getMany(ctx context.Context, ids []string) (map[string]*Record, e
 		return out, nil
 	}
 	var rows []fileRow
-	if err := s.db.NewSelect().Model(&rows).Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, err
 	}
 	for i := range rows {
