@@ -127,7 +127,7 @@ var demoListings = []demoListing{
 	{"cattle", "selling", "farmer", thirsk, []int{2, 201, 252}, price(1450, "GBP", "fixed"),
 		"12 Aberdeen Angus store bullocks, 14–16 months, home bred, TB tested clear in September.", []string{"stores", "home-bred"},
 		map[string]any{"type": "stores", "breedType": "aberdeen-angus", "sexes": "steers", "quantity": 12, "minAge": 14, "maxAge": 16,
-			"health": map[string]any{"tbStatus": "officially-tb-free", "tbInterval": "annual", "tbDetails": "Whole-herd test clear 12 Sep 2026"},
+			"health":      map[string]any{"tbStatus": "officially-tb-free", "tbInterval": "annual", "tbDetails": "Whole-herd test clear 12 Sep 2026"},
 			"performance": map[string]any{"averageWeight": map[string]any{"name": "kg", "conversion": 1, "weight": 520}}}, "cattle", ""},
 	{"cattle", "selling", "farmer", enniskill, []int{2, 203, 250}, price(420, "GBP", "auction"),
 		"Limousin cross heifer calves, 3–4 months, suckled.", []string{"calves"},
