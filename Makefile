@@ -12,8 +12,9 @@ TEST_FLAGS ?= -count=1 -timeout 20m
 # Pure Go everywhere: SQLite is modernc's, so no C toolchain is needed.
 export CGO_ENABLED ?= 0
 
-.PHONY: run test build lint fmt vet bench release-check token tidy clean help \
-        $(addprefix test-,$(MODULES)) $(addprefix bench-,$(MODULES)) $(addprefix version-,$(DOMAINS))
+# The per-module pattern targets (test-%, bench-%, version-%) must not be
+# .PHONY: make skips pattern rules for phony targets and would do nothing.
+.PHONY: run test build lint fmt vet bench release-check token tidy clean help
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z%_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
