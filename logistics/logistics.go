@@ -2,9 +2,13 @@
 package logistics
 
 import (
+	"context"
 	"embed"
 	"io/fs"
 
+	"github.com/agritrade/api/logistics/internal/imports"
+	"github.com/agritrade/api/logistics/internal/loads"
+	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/module"
 )
 
@@ -17,23 +21,44 @@ var openapiYAML []byte
 //go:embed migrations
 var migrationFiles embed.FS
 
+// Commodities is what the module needs of the reference data: a commodity item
+// by its integer id, with its default weight unit (name and conversion to kg).
+// cmd wires the System module, which owns the reference data.
+type Commodities interface {
+	LookupCommodity(ctx context.Context, id int) (name, unitName string, conversion float64, found bool, err error)
+}
+
 // Module is the Logistics module.
 type Module struct {
 	module.Base
-	deps module.Deps
+	deps    module.Deps
+	loads   *loads.Handler
+	imports *imports.Handler
 }
 
-// New builds the module over the platform's shared parts.
-func New(deps module.Deps) *Module {
+// New builds the module over the platform's shared parts and the reference
+// data's commodities.
+func New(deps module.Deps, commodities Commodities) *Module {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		panic(err) // the directory is embedded at build time
 	}
+	lookup := func(ctx context.Context, id int) (loads.Commodity, bool, error) {
+		name, unit, conversion, found, err := commodities.LookupCommodity(ctx, id)
+		return loads.Commodity{ID: id, Name: name, Unit: unit, Conversion: conversion}, found, err
+	}
+	svc := loads.NewService(loads.NewStore(deps.DB), lookup, deps.Files, deps.Log.Component("loads"))
 	return &Module{
-		Base: module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
-		deps: deps,
+		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
+		deps:    deps,
+		loads:   loads.NewHandler(svc, deps.Config.HTTP.MaxListItems),
+		imports: imports.NewHandler(imports.NewService(svc, deps.Log.Component("loads:import")), deps.Config.Files.MaxUploadMB<<20),
 	}
 }
 
-// Mount binds the module's routes.
-func (m *Module) Mount(r module.Routes) {}
+// Mount binds the module's routes; every load route needs a token.
+func (m *Module) Mount(r module.Routes) {
+	g := r.API.Group("/loads", auth.RequireAuth())
+	m.loads.Mount(g)
+	m.imports.Mount(g)
+}

@@ -4,20 +4,13 @@ import (
 	"testing"
 
 	"github.com/agritrade/api/logistics"
-	"github.com/agritrade/api/platform/app"
-	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/logistics/internal/logisticstest"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
 )
 
-func newServer(t *testing.T, db *bun.DB) *testkit.Server {
-	return testkit.NewServer(t, db, func(p *app.Platform) []module.Module {
-		return []module.Module{logistics.New(p.Deps(logistics.Name))}
-	})
-}
-
 func TestAdminSettings(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
-		testkit.AdminSettingsScenarios(t, newServer(t, db), logistics.Name, "system")
+		testkit.AdminSettingsScenarios(t, logisticstest.NewServer(t, db), logistics.Name, "system")
 	})
 }

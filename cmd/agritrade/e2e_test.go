@@ -236,3 +236,58 @@ func TestLogSettingsReachEveryReplica(t *testing.T) {
 		t.Fatalf("system module on b changed too: %s", body)
 	}
 }
+
+// TestDemoFillsAnEmptyInstallation runs `agritrade demo` on a fresh data dir,
+// then checks through a served API that every part of the sample is there.
+func TestDemoFillsAnEmptyInstallation(t *testing.T) {
+	data := t.TempDir()
+	env := []string{"AGRITRADE_DATA_DIR=" + data}
+	run := func() ([]byte, error) {
+		cmd := exec.Command(binary, "demo")
+		cmd.Env = append(os.Environ(), env...)
+		return cmd.CombinedOutput()
+	}
+	out, err := run()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{"10 listings of 5 kinds", "2 upcoming, 1 in transit, 2 completed", "Fiona Hughes"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := run(); err == nil || !bytes.Contains(out, []byte("already has the demo sample")) {
+		t.Fatalf("a second demo run was not refused: %v\n%s", err, out)
+	}
+
+	p := serve(t, env...)
+	farmer := mint(t, env, "--sub", "demo-farmer", "--org", "demo-org-hillfarm", "--orgs", "demo-org-hillfarm")
+	driver := mint(t, env, "--sub", "demo-driver", "--org", "demo-org-haulage", "--roles", "driver")
+	count := func(path, token string) int {
+		t.Helper()
+		status, hdr, body := p.call(t, http.MethodGet, path, token, "")
+		if status != 200 {
+			t.Fatalf("%s: %d %s", path, status, body)
+		}
+		var n int
+		if _, err := fmt.Sscan(hdr.Get("X-Total-Count"), &n); err != nil {
+			t.Fatalf("%s: X-Total-Count %q", path, hdr.Get("X-Total-Count"))
+		}
+		return n
+	}
+	if n := count("/logistics/v1/loads", farmer); n != 5 {
+		t.Fatalf("the organiser sees %d loads, want 5", n)
+	}
+	if n := count("/logistics/v1/loads?f:status=completed", driver); n != 2 {
+		t.Fatalf("the driver sees %d completed loads, want 2", n)
+	}
+	if n := count("/livestock/v1/listings", farmer); n != 8 {
+		t.Fatalf("%d active listings, want 8 (10 less one sold and one draft)", n)
+	}
+	if n := count("/livestock/v1/listings?f:status=sold", farmer); n != 1 {
+		t.Fatalf("%d sold listings, want 1", n)
+	}
+	if status, _, body := p.call(t, http.MethodGet, "/system/v1/conversations", farmer, ""); status != 200 || !bytes.Contains(body, []byte(`"totalDocs":2`)) {
+		t.Fatalf("conversations: %d %s", status, body)
+	}
+}

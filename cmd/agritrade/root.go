@@ -27,15 +27,17 @@ func newRoot() *cobra.Command {
 		Version:       buildinfo.Version,
 	}
 	root.PersistentFlags().StringVar(&f.configFile, "config", "", "configuration file (default ./agritrade.yaml when present)")
-	root.AddCommand(newServe(f), newMigrate(f), newToken(f), newVersion(), newImport(f))
+	root.AddCommand(newServe(f), newMigrate(f), newToken(f), newVersion(), newImport(f), newDemo(f))
 	return root
 }
 
 // buildModules is the one place that knows every domain module.
 func buildModules(p *app.Platform) []module.Module {
+	sys := system.New(p.Deps(system.Name))
 	return []module.Module{
-		system.New(p.Deps(system.Name)),
-		logistics.New(p.Deps(logistics.Name)),
+		sys,
+		// Logistics reads commodity names and weight units from System's reference data.
+		logistics.New(p.Deps(logistics.Name), sys),
 		livestock.New(p.Deps(livestock.Name)),
 	}
 }

@@ -70,6 +70,10 @@ type Error struct {
 	RetryAfter int
 	// Cause is the underlying error, logged but never shown to clients.
 	Cause error
+	// HTTPStatus, when set, replaces the code's status for the few answers
+	// whose status has no code of its own (416 Range Not Satisfiable answers
+	// bad_request).
+	HTTPStatus int
 }
 
 func (e *Error) Error() string {
@@ -83,7 +87,12 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Cause }
 
 // Status is the HTTP status of the error.
-func (e *Error) Status() int { return e.Code.Status() }
+func (e *Error) Status() int {
+	if e.HTTPStatus != 0 {
+		return e.HTTPStatus
+	}
+	return e.Code.Status()
+}
 
 // New builds an error with a code and a human sentence.
 func New(code Code, format string, args ...any) *Error {

@@ -61,7 +61,7 @@ func Middleware(opts RenderOptions) gin.HandlerFunc {
 // Render attaches err to the request so that the middleware renders it, and
 // stops the handler chain.
 func Render(c *gin.Context, err error) {
-	_ = c.Error(err) //nolint:errcheck // gin returns the same error wrapped
+	_ = c.Error(err) // gin returns the same error, wrapped
 	c.Abort()
 }
 

@@ -11,11 +11,14 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/platform/outbox"
 	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
 	"github.com/redis/go-redis/v9"
@@ -33,9 +36,13 @@ type Platform struct {
 	Log      *logging.Module
 	Auth     *auth.Service
 	Bus      bus.Bus
+	Cache    cache.Cache
 	Settings *settings.Service
+	Files    *filestore.Service
 	Metrics  *httpx.Metrics
 	Redis    *redis.Client
+	// Outbox delivers the notifications features enqueue (outbox.Enqueue).
+	Outbox *outbox.Dispatcher
 	// RateLimit is the per-client-IP limiter of public routes.
 	RateLimit ratelimit.Limiter
 	closers   []func() error
@@ -89,7 +96,18 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, err
 	}
 	p.closers = append(p.closers, p.Bus.Close)
+	if p.Cache, err = cache.Open(cfg.Cache, p.Redis, p.Bus, p.Log.Component("cache")); err != nil {
+		return nil, err
+	}
 	p.Settings = settings.New(p.DB, logs, p.Bus)
+	if p.Outbox, err = outbox.New(p.DB, cfg.Notify, p.Log.Component("outbox")); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	if p.Files, err = filestore.Open(ctx, cfg, p.DB, p.Auth.Signer, p.Log.Component("files")); err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("file store: %w", err)
+	}
 	p.RateLimit = ratelimit.New(cfg, p.Redis)
 	return p, nil
 }
@@ -136,7 +154,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, RateLimit: p.RateLimit}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache}
 }
 
 // Close releases everything Open opened, last first.

@@ -57,6 +57,9 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 	})
 	s.Engine.Use(p.Auth.Middleware())
 	s.checkers = append(s.checkers, Checker{Name: "database", Check: func(ctx context.Context) error { return p.DB.PingContext(ctx) }})
+	if p.Files != nil {
+		s.checkers = append(s.checkers, Checker{Name: "files", Check: p.Files.Ping})
+	}
 	if err := s.mountDocs(); err != nil {
 		return nil, err
 	}
@@ -150,7 +153,7 @@ func docsSecurity(c *gin.Context) {
 }
 
 // Start migrates nothing: it loads stored settings, seeds every module and
-// starts background work (bus, settings resync, module runners). Background
+// starts background work (bus, settings resync, outbox dispatcher, module runners). Background
 // errors are logged; cancel ctx to stop them, then Wait.
 func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := s.P.Settings.Load(ctx); err != nil {
@@ -165,6 +168,7 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	s.goRun(ctx, wg, "bus", s.P.Bus.Run)
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
+	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
 	for _, m := range s.Modules {
 		if r, ok := m.(module.Runner); ok {
 			s.goRun(ctx, wg, m.Name(), r.Run)

@@ -97,8 +97,11 @@ func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create auth secret: %w", err)
 	}
-	defer f.Close()
 	if _, err := f.WriteString(secret + "\n"); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("write auth secret: %w", err)
+	}
+	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("write auth secret: %w", err)
 	}
 	return []byte(secret), nil

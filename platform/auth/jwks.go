@@ -90,7 +90,7 @@ func (j *JWKS) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fetch jwks: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("fetch jwks: status %d", resp.StatusCode)
 	}
@@ -148,15 +148,21 @@ func (k jwk) publicKey() (any, error) {
 		default:
 			return nil, fmt.Errorf("curve %q not supported", k.Crv)
 		}
-		x, err := b64int(k.X)
-		if err != nil {
-			return nil, err
+		size := (curve.Params().BitSize + 7) / 8
+		x, err := base64.RawURLEncoding.DecodeString(k.X)
+		if err != nil || len(x) > size {
+			return nil, errors.New("bad EC x coordinate")
 		}
-		y, err := b64int(k.Y)
-		if err != nil {
-			return nil, err
+		y, err := base64.RawURLEncoding.DecodeString(k.Y)
+		if err != nil || len(y) > size {
+			return nil, errors.New("bad EC y coordinate")
 		}
-		return &ecdsa.PublicKey{Curve: curve, X: x, Y: y}, nil
+		// Uncompressed point: 0x04 || X || Y, each left-padded to the curve size.
+		point := make([]byte, 1+2*size)
+		point[0] = 4
+		copy(point[1+size-len(x):1+size], x)
+		copy(point[1+2*size-len(y):], y)
+		return ecdsa.ParseUncompressedPublicKey(curve, point)
 	default:
 		return nil, fmt.Errorf("key type %q not supported", k.Kty)
 	}

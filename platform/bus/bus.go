@@ -56,6 +56,25 @@ func newLocal(log logrus.FieldLogger) *local {
 
 func (l *local) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 
+func (l *local) isReady() bool {
+	select {
+	case <-l.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// probeTopic marks a replica's message to itself that proves its subscription.
+const probeTopic = "bus.probe"
+
+// isProbe tells whether raw is this replica's own readiness probe; other
+// replicas' probes are dropped by receive like any message with no subscriber.
+func (l *local) isProbe(raw []byte) bool {
+	var e envelope
+	return json.Unmarshal(raw, &e) == nil && e.Topic == probeTopic && e.Origin == l.id
+}
+
 // Ready waits until the bus receives from other replicas (or ctx ends).
 func (l *local) Ready(ctx context.Context) error {
 	select {

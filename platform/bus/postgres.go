@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
@@ -48,17 +49,41 @@ func (p *Postgres) Run(ctx context.Context) error {
 		return fmt.Errorf("listen %s: %w", Channel, err)
 	}
 	ch := p.ln.Channel(pgdriver.WithChannelSize(256))
-	p.markReady()
+	// pgdriver sends LISTEN without waiting for the server: only a notification
+	// that comes back proves the subscription is live. Probe until one does.
+	probe := time.NewTicker(100 * time.Millisecond)
+	defer probe.Stop()
+	p.sendProbe(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-probe.C:
+			if p.isReady() {
+				probe.Stop()
+				continue
+			}
+			p.sendProbe(ctx)
 		case n, ok := <-ch:
 			if !ok {
 				return errors.New("bus listener closed")
 			}
+			if p.isProbe([]byte(n.Payload)) {
+				p.markReady()
+				continue
+			}
 			p.receive(ctx, []byte(n.Payload))
 		}
+	}
+}
+
+func (p *Postgres) sendProbe(ctx context.Context) {
+	msg, err := p.encode(probeTopic, []byte(`{}`))
+	if err == nil {
+		_, err = p.db.ExecContext(ctx, "SELECT pg_notify(?, ?)", Channel, string(msg))
+	}
+	if err != nil && ctx.Err() == nil {
+		p.log.WithError(err).Debug("bus: readiness probe failed; retrying")
 	}
 }
 

@@ -32,7 +32,7 @@ func (r *Redis) Publish(ctx context.Context, topic string, payload []byte) error
 // Run subscribes until ctx ends; go-redis resubscribes after reconnects.
 func (r *Redis) Run(ctx context.Context) error {
 	sub := r.client.Subscribe(ctx, Channel)
-	defer sub.Close()
+	defer func() { _ = sub.Close() }()
 	if _, err := sub.Receive(ctx); err != nil {
 		return err
 	}

@@ -3,8 +3,8 @@
 package config
 
 import (
-	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -71,7 +71,9 @@ type Files struct {
 	Backend     string        `mapstructure:"backend"`
 	MaxUploadMB int64         `mapstructure:"max_upload_mb"`
 	URLTTL      time.Duration `mapstructure:"url_ttl"`
-	S3          S3            `mapstructure:"s3"`
+	// Dir is the local backend's directory; empty means <data_dir>/files.
+	Dir string `mapstructure:"dir"`
+	S3  S3     `mapstructure:"s3"`
 }
 
 // S3 configures an S3-compatible object store.
@@ -82,12 +84,19 @@ type S3 struct {
 	SecretKey string `mapstructure:"secret_key"`
 	UseSSL    bool   `mapstructure:"use_ssl"`
 	Region    string `mapstructure:"region"`
+	// Prefix is prepended to every object key (several deployments can share a bucket).
+	Prefix string `mapstructure:"prefix"`
+	// PartSizeMB is the multipart part size: the memory one upload holds at a time (S3 minimum 5).
+	PartSizeMB int64 `mapstructure:"part_size_mb"`
 }
 
-// Cache selects the cache backend.
+// Cache selects the cache backend and bounds it.
 type Cache struct {
-	Backend string        `mapstructure:"backend"`
-	TTL     time.Duration `mapstructure:"ttl"`
+	Backend    string        `mapstructure:"backend"`
+	TTL        time.Duration `mapstructure:"ttl"`
+	MaxEntries int           `mapstructure:"max_entries"`
+	MaxBytes   int64         `mapstructure:"max_bytes"`
+	Prefix     string        `mapstructure:"prefix"`
 }
 
 // Redis locates the Redis server used by the redis backends.
@@ -120,16 +129,31 @@ type ModuleSettings struct {
 // Modules holds every module's settings by name.
 type Modules map[string]ModuleSettings
 
-// Notify configures the notification channels of the outbox.
+// Notify configures the notification channels of the outbox and its dispatcher.
 type Notify struct {
 	Webhook Webhook `mapstructure:"webhook"`
 	SMTP    SMTP    `mapstructure:"smtp"`
+	// MaxAttempts is how many delivery attempts an event gets before it is dead.
+	MaxAttempts int `mapstructure:"max_attempts"`
+	// BackoffBase is the delay after the first failure; it doubles per attempt.
+	BackoffBase time.Duration `mapstructure:"backoff_base"`
+	// BackoffMax caps the delay between attempts.
+	BackoffMax time.Duration `mapstructure:"backoff_max"`
+	// Lease is how long a claim lasts: a replica that dies holding one loses it after this.
+	Lease time.Duration `mapstructure:"lease"`
+	// PollInterval is how often an idle dispatcher looks for due events.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// Workers is how many events one replica delivers at the same time.
+	Workers int `mapstructure:"workers"`
+	// Retention is how long delivered events are kept before they are purged.
+	Retention time.Duration `mapstructure:"retention"`
 }
 
 // Webhook is a signed HTTP notification channel.
 type Webhook struct {
-	URL    string `mapstructure:"url"`
-	Secret string `mapstructure:"secret"`
+	URL     string        `mapstructure:"url"`
+	Secret  string        `mapstructure:"secret"`
+	Timeout time.Duration `mapstructure:"timeout"`
 }
 
 // SMTP is the e-mail notification channel.
@@ -139,7 +163,12 @@ type SMTP struct {
 	Username string `mapstructure:"username"`
 	Password string `mapstructure:"password"`
 	From     string `mapstructure:"from"`
-	To       string `mapstructure:"to"`
+	// To receives every event (comma-separated addresses) unless a route matches.
+	To string `mapstructure:"to"`
+	// Routes maps an event-type prefix ("expert.") to the addresses of that
+	// channel (comma separated); the longest matching prefix wins over To.
+	Routes  map[string]string `mapstructure:"routes"`
+	Timeout time.Duration     `mapstructure:"timeout"`
 }
 
 // Shortlink configures the short-link templates and the target allow-list.
@@ -186,6 +215,10 @@ type RateLimit struct {
 	Burst     int `mapstructure:"burst"`
 }
 
+// DefaultFile is the configuration file read from the working directory when
+// no file is named.
+const DefaultFile = "agritrade.yaml"
+
 // Load reads the configuration. file may be empty: then ./agritrade.yaml is used
 // when it exists.
 func Load(file string) (*Config, error) {
@@ -194,17 +227,17 @@ func Load(file string) (*Config, error) {
 	v.SetEnvPrefix("AGRITRADE")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
+	if file == "" {
+		// Only the exact name: viper's own search also takes extension-less
+		// files, and would read the agritrade binary itself as YAML.
+		if _, err := os.Stat(DefaultFile); err == nil {
+			file = DefaultFile
+		}
+	}
 	if file != "" {
 		v.SetConfigFile(file)
-	} else {
-		v.SetConfigName("agritrade")
-		v.SetConfigType("yaml")
-		v.AddConfigPath(".")
-	}
-	if err := v.ReadInConfig(); err != nil {
-		var notFound viper.ConfigFileNotFoundError
-		if file != "" || !errors.As(err, &notFound) {
-			return nil, fmt.Errorf("read config: %w", err)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("read config %s: %w", file, err)
 		}
 	}
 	var c Config
@@ -264,8 +297,14 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.s3.secret_key", "")
 	v.SetDefault("files.s3.use_ssl", false)
 	v.SetDefault("files.s3.region", "us-east-1")
+	v.SetDefault("files.s3.prefix", "")
+	v.SetDefault("files.s3.part_size_mb", 5)
+	v.SetDefault("files.dir", "")
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
+	v.SetDefault("cache.max_entries", 10000)
+	v.SetDefault("cache.max_bytes", 64<<20)
+	v.SetDefault("cache.prefix", "agritrade:cache:")
 	v.SetDefault("redis.url", "redis://127.0.0.1:6379/0")
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("log.format", "text")
@@ -276,12 +315,22 @@ func SetDefaults(v *viper.Viper) {
 	}
 	v.SetDefault("notify.webhook.url", "")
 	v.SetDefault("notify.webhook.secret", "")
+	v.SetDefault("notify.webhook.timeout", 10*time.Second)
 	v.SetDefault("notify.smtp.host", "")
 	v.SetDefault("notify.smtp.port", 25)
 	v.SetDefault("notify.smtp.username", "")
 	v.SetDefault("notify.smtp.password", "")
 	v.SetDefault("notify.smtp.from", "")
 	v.SetDefault("notify.smtp.to", "")
+	v.SetDefault("notify.smtp.routes", map[string]string{})
+	v.SetDefault("notify.smtp.timeout", 30*time.Second)
+	v.SetDefault("notify.max_attempts", 10)
+	v.SetDefault("notify.backoff_base", 10*time.Second)
+	v.SetDefault("notify.backoff_max", time.Hour)
+	v.SetDefault("notify.lease", 2*time.Minute)
+	v.SetDefault("notify.poll_interval", time.Second)
+	v.SetDefault("notify.workers", 4)
+	v.SetDefault("notify.retention", 7*24*time.Hour)
 	v.SetDefault("shortlinks.templates", []map[string]any{})
 	v.SetDefault("shortlinks.allowed_hosts", []string{})
 	v.SetDefault("locations.provider", "gazetteer")

@@ -8,7 +8,9 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
+	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/gin-gonic/gin"
@@ -56,7 +58,12 @@ type Deps struct {
 	Log    *logging.Module
 	Auth   *auth.Service
 	Bus    bus.Bus
+	// Files stores uploads and resolves the file references of requests.
+	Files *filestore.Service
 	// RateLimit limits public routes per client IP (ratelimit.Middleware);
 	// in process, or in Redis when cache.backend is redis.
 	RateLimit ratelimit.Limiter
+	// Cache is the shared cache (memory or Redis per cache.backend); its
+	// removals reach every replica.
+	Cache cache.Cache
 }

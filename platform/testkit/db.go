@@ -120,7 +120,7 @@ func postgresDB(t testing.TB) *bun.DB {
 	if err != nil {
 		t.Fatalf("connect to %s: %v", PostgresEnv, err)
 	}
-	defer adminDB.Close()
+	defer func() { _ = adminDB.Close() }()
 	name := "agritrade_test_" + randomHex(6)
 	if _, err := adminDB.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create test database: %v", err)
@@ -139,7 +139,7 @@ func postgresDB(t testing.TB) *bun.DB {
 		if err != nil {
 			return
 		}
-		defer dropDB.Close()
+		defer func() { _ = dropDB.Close() }()
 		_, _ = dropDB.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
 	return bdb

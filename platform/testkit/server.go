@@ -153,7 +153,7 @@ func (s *Server) Do(r Request) *Response {
 // NewRequest builds the *http.Request of r.
 func (s *Server) NewRequest(r Request) *http.Request {
 	s.T.Helper()
-	var body io.Reader = r.Body
+	body := r.Body
 	ct := r.ContentType
 	switch v := r.JSON.(type) {
 	case nil:

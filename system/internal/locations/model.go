@@ -160,15 +160,19 @@ func CountryName(iso string) string {
 	return iso
 }
 
-// fold removes accents (é → e) so that "Dun Laoghaire" finds "Dún Laoghaire".
-var fold = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// newFold returns a transformer that removes accents (é → e), so that
+// "Dun Laoghaire" finds "Dún Laoghaire". Chained transformers keep state, so
+// each call gets its own: one shared by goroutines corrupts its buffers.
+func newFold() transform.Transformer {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}
 
 // Normalize is the search form of a name: lower case, accents removed, every
 // run of other characters than letters and digits one space, trimmed. It is
 // the only form stored in and compared with the name_norm columns: letters,
 // digits and single spaces, nothing a prefix range or a wildcard could trip on.
 func Normalize(s string) string {
-	if folded, _, err := transform.String(fold, s); err == nil {
+	if folded, _, err := transform.String(newFold(), s); err == nil {
 		s = folded
 	}
 	var b strings.Builder

@@ -1,0 +1,59 @@
+package listings
+
+import "math"
+
+// EarthRadiusKm is the mean Earth radius (IUGG) the great-circle distances use.
+const EarthRadiusKm = 6371.0088
+
+// HaversineKm is the great-circle distance between two WGS 84 points, in km.
+// The SQL of the search computes the same formula (store.go: distanceSQL).
+func HaversineKm(lat1, lon1, lat2, lon2 float64) float64 {
+	rad := math.Pi / 180
+	dLat := (lat2 - lat1) * rad
+	dLon := (lon2 - lon1) * rad
+	a := math.Pow(math.Sin(dLat/2), 2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Pow(math.Sin(dLon/2), 2)
+	return 2 * EarthRadiusKm * math.Asin(math.Sqrt(math.Min(1, a)))
+}
+
+// box is the latitude/longitude rectangle that holds every point within a
+// distance of a centre: the prefilter the indexes on lat and lon can serve
+// before the exact great-circle test.
+type box struct {
+	MinLat, MaxLat float64
+	MinLon, MaxLon float64
+	// AllLon: the circle reaches a pole (or is huge), every longitude qualifies.
+	AllLon bool
+	// WrapLon: the range crosses the antimeridian; it is lon >= MinLon OR lon <= MaxLon.
+	WrapLon bool
+}
+
+// boundingBox computes the rectangle around (lat, lon) with radius km, after
+// J. Matuschek, "Finding Points Within a Distance of a Latitude/Longitude Using
+// Bounding Coordinates": the longitude half-width at latitude φ for angular
+// radius r is asin(sin r / cos φ). A small margin absorbs rounding, since the
+// exact test follows.
+func boundingBox(lat, lon, km float64) box {
+	const margin = 1e-9
+	rad := math.Pi / 180
+	r := km / EarthRadiusKm
+	phi, lambda := lat*rad, lon*rad
+	minPhi, maxPhi := phi-r, phi+r
+	if r >= math.Pi || minPhi <= -math.Pi/2 || maxPhi >= math.Pi/2 {
+		return box{MinLat: math.Max(minPhi/rad, -90) - margin, MaxLat: math.Min(maxPhi/rad, 90) + margin, MinLon: -180, MaxLon: 180, AllLon: true}
+	}
+	s := math.Sin(r) / math.Cos(phi)
+	if s >= 1 {
+		return box{MinLat: minPhi/rad - margin, MaxLat: maxPhi/rad + margin, MinLon: -180, MaxLon: 180, AllLon: true}
+	}
+	dLambda := math.Asin(s)
+	b := box{MinLat: minPhi/rad - margin, MaxLat: maxPhi/rad + margin, MinLon: (lambda-dLambda)/rad - margin, MaxLon: (lambda+dLambda)/rad + margin}
+	switch {
+	case b.MinLon < -180:
+		b.MinLon += 360
+		b.WrapLon = true
+	case b.MaxLon > 180:
+		b.MaxLon -= 360
+		b.WrapLon = true
+	}
+	return b
+}

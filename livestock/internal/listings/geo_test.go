@@ -1,0 +1,80 @@
+package listings
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestBoundingBoxHoldsTheCircle checks the prefilter never loses a point that
+// the exact test would keep: random centres everywhere (poles and the
+// antimeridian included), random radii, random points near the centre.
+func TestBoundingBoxHoldsTheCircle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	inBox := func(b box, lat, lon float64) bool {
+		if lat < b.MinLat || lat > b.MaxLat {
+			return false
+		}
+		switch {
+		case b.AllLon:
+			return true
+		case b.WrapLon:
+			return lon >= b.MinLon || lon <= b.MaxLon
+		default:
+			return lon >= b.MinLon && lon <= b.MaxLon
+		}
+	}
+	kept, total := 0, 0
+	for i := 0; i < 20000; i++ {
+		lat, lon := rng.Float64()*180-90, rng.Float64()*360-180
+		if i%10 == 0 {
+			lon = 179.5 + rng.Float64()*0.5 // next to the antimeridian
+		}
+		if i%15 == 0 {
+			lat = 89 + rng.Float64() // next to the north pole
+		}
+		km := math.Pow(10, rng.Float64()*4) // 1 m... 10000 km
+		b := boundingBox(lat, lon, km)
+		if b.MinLat > lat || b.MaxLat < lat || !inBox(b, lat, lon) {
+			t.Fatalf("the centre (%v, %v) is outside its own box %+v", lat, lon, b)
+		}
+		for j := 0; j < 20; j++ {
+			// Points spread around the centre at up to twice the radius.
+			spread := km / EarthRadiusKm * 180 / math.Pi * 2
+			plat := math.Max(-90, math.Min(90, lat+(rng.Float64()*2-1)*spread))
+			plon := math.Mod(lon+(rng.Float64()*2-1)*spread*3+540, 360) - 180
+			total++
+			if HaversineKm(lat, lon, plat, plon) <= km {
+				kept++
+				if !inBox(b, plat, plon) {
+					t.Fatalf("(%v, %v) is %v km from (%v, %v), within %v km, but outside the box %+v",
+						plat, plon, HaversineKm(lat, lon, plat, plon), lat, lon, km, b)
+				}
+			}
+		}
+	}
+	if kept < total/10 {
+		t.Fatalf("only %d of %d points within the radius: the test does not test much", kept, total)
+	}
+}
+
+func TestHaversineKm(t *testing.T) {
+	cases := []struct {
+		name                   string
+		lat1, lon1, lat2, lon2 float64
+		want, tolerance        float64
+	}{
+		{"same point", 54.2325, -1.3434, 54.2325, -1.3434, 0, 1e-9},
+		// One degree of latitude on the sphere: R·π/180.
+		{"one degree north", 52, -2, 53, -2, EarthRadiusKm * math.Pi / 180, 1e-9},
+		{"antipodes", 0, 0, 0, 180, EarthRadiusKm * math.Pi, 1e-6},
+		{"across the antimeridian", 0, 179.5, 0, -179.5, EarthRadiusKm * math.Pi / 180, 1e-9},
+		// London (51.5074, -0.1278) to Dublin (53.3498, -6.2603): about 463 km.
+		{"London Dublin", 51.5074, -0.1278, 53.3498, -6.2603, 463.8, 1.5},
+	}
+	for _, c := range cases {
+		if got := HaversineKm(c.lat1, c.lon1, c.lat2, c.lon2); math.Abs(got-c.want) > c.tolerance {
+			t.Errorf("%s: %v km, want %v", c.name, got, c.want)
+		}
+	}
+}

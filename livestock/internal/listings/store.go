@@ -1,0 +1,614 @@
+package listings
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agritrade/api/livestock/internal/categories"
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/filestore"
+	"github.com/uptrace/bun"
+)
+
+// Store is the only place that knows the listing tables:
+// livestock_listings (one row per listing: JSON documents plus the indexed
+// search columns), livestock_listing_info (additionalInfo values),
+// livestock_wishlist and livestock_reports.
+type Store struct {
+	db *bun.DB
+	pg bool
+}
+
+// NewStore returns a store over db.
+func NewStore(bdb *bun.DB) *Store { return &Store{db: bdb, pg: db.IsPostgres(bdb)} }
+
+// DB is the database, for the service's transactions.
+func (s *Store) DB() *bun.DB { return s.db }
+
+type listingRow struct {
+	bun.BaseModel `bun:"table:livestock_listings,alias:l"`
+
+	ID               string     `bun:"id,pk"`
+	UserID           string     `bun:"user_id"`
+	OrganisationID   string     `bun:"organisation_id"`
+	OrganisationName string     `bun:"organisation_name"`
+	Kind             string     `bun:"kind"`
+	Type             string     `bun:"type"`
+	Status           string     `bun:"status"`
+	BreedType        *string    `bun:"breed_type"`
+	BreedSociety     *string    `bun:"breed_society"`
+	Sexes            *string    `bun:"sexes"`
+	MinAge           *float64   `bun:"min_age"`
+	MaxAge           *float64   `bun:"max_age"`
+	Lat              *float64   `bun:"lat"`
+	Lon              *float64   `bun:"lon"`
+	PriceType        string     `bun:"price_type"`
+	PriceAmount      float64    `bun:"price_amount"`
+	PriceCurrency    string     `bun:"price_currency"`
+	Hidden           bool       `bun:"hidden"`
+	CategoryIDs      string     `bun:"category_ids"`
+	Location         *string    `bun:"location"`
+	Price            string     `bun:"price"`
+	Files            string     `bun:"files"`
+	Description      string     `bun:"description"`
+	Tags             string     `bun:"tags"`
+	Properties       *string    `bun:"properties"`
+	CreatedAt        time.Time  `bun:"created_at"`
+	UpdatedAt        time.Time  `bun:"updated_at"`
+	ClosedAt         *time.Time `bun:"closed_at"`
+
+	DistanceKm   *float64 `bun:"distance_km,scanonly"`
+	IsWishlisted bool     `bun:"is_wishlisted,scanonly"`
+}
+
+type infoRow struct {
+	bun.BaseModel `bun:"table:livestock_listing_info"`
+
+	ListingID string `bun:"listing_id,pk"`
+	Value     string `bun:"value,pk"`
+}
+
+type wishRow struct {
+	bun.BaseModel `bun:"table:livestock_wishlist"`
+
+	UserID    string    `bun:"user_id,pk"`
+	ListingID string    `bun:"listing_id,pk"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+type reportRow struct {
+	bun.BaseModel `bun:"table:livestock_reports,alias:r"`
+
+	ID             string     `bun:"id,pk"`
+	ListingID      string     `bun:"listing_id"`
+	UserID         string     `bun:"user_id"`
+	UserName       string     `bun:"user_name"`
+	OrganisationID string     `bun:"organisation_id"`
+	Reason         string     `bun:"reason"`
+	Message        *string    `bun:"message"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	ReviewedAt     *time.Time `bun:"reviewed_at"`
+	ReviewedBy     *string    `bun:"reviewed_by"`
+	Decision       *string    `bun:"decision"`
+}
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func optional[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// toRow flattens a listing into its row and its additionalInfo values.
+func toRow(l *Listing) (*listingRow, []infoRow, error) {
+	r := &listingRow{
+		ID: l.ID, UserID: l.UserID, OrganisationID: l.OrganisationID, OrganisationName: l.OrganisationName,
+		Kind: string(l.Kind), Type: l.Type, Status: l.Status, PriceType: l.Price.Type,
+		PriceAmount: l.Price.PricePerUnit.Amount, PriceCurrency: l.Price.PricePerUnit.Currency, Hidden: l.Hidden,
+		Description: l.Description, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, ClosedAt: l.ClosedAt,
+	}
+	var err error
+	enc := func(dst *string, v any) {
+		if err == nil {
+			*dst, err = jsonText(v)
+		}
+	}
+	enc(&r.CategoryIDs, nonNil(l.CategoryIDs))
+	enc(&r.Price, l.Price)
+	enc(&r.Files, nonNil(l.Files))
+	enc(&r.Tags, nonNil(l.Tags))
+	if l.Location != nil {
+		r.Location = new(string)
+		enc(r.Location, l.Location)
+		lat, lon := l.Location.Coordinates.Lat, l.Location.Coordinates.Lon
+		r.Lat, r.Lon = &lat, &lon
+	}
+	var infos []infoRow
+	if l.Properties != nil {
+		r.Properties = new(string)
+		enc(r.Properties, l.Properties)
+		sf := l.Properties.searchable()
+		r.BreedType, r.BreedSociety, r.Sexes = optional(sf.Breed), optional(sf.Society), optional(sf.Sexes)
+		r.MinAge, r.MaxAge = sf.MinAge, sf.MaxAge
+		for _, v := range sf.Info {
+			infos = append(infos, infoRow{ListingID: l.ID, Value: v})
+		}
+	}
+	return r, infos, err
+}
+
+// listing rebuilds the domain value of a row.
+func (r *listingRow) listing() (*Listing, error) {
+	l := &Listing{
+		ID: r.ID, UserID: r.UserID, OrganisationID: r.OrganisationID, OrganisationName: r.OrganisationName,
+		Kind: categories.Kind(r.Kind), Type: r.Type, Status: r.Status, Description: r.Description,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ClosedAt: r.ClosedAt, Hidden: r.Hidden,
+		DistanceKm: r.DistanceKm, IsWishlisted: r.IsWishlisted,
+	}
+	var err error
+	dec := func(src string, dst any) {
+		if err == nil && src != "" {
+			err = json.Unmarshal([]byte(src), dst)
+		}
+	}
+	dec(r.CategoryIDs, &l.CategoryIDs)
+	dec(r.Price, &l.Price)
+	l.Files = []filestore.Ref{}
+	dec(r.Files, &l.Files)
+	dec(r.Tags, &l.Tags)
+	if r.Location != nil {
+		l.Location = &Location{}
+		dec(*r.Location, l.Location)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", r.ID, err)
+	}
+	if r.Properties != nil {
+		if l.Properties, err = decodeProperties(l.Kind, []byte(*r.Properties)); err != nil {
+			return nil, fmt.Errorf("listing %s properties: %w", r.ID, err)
+		}
+	}
+	return l, nil
+}
+
+// Insert writes a new listing with its additionalInfo values.
+func (s *Store) Insert(ctx context.Context, tx bun.IDB, l *Listing) error {
+	r, infos, err := toRow(l)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
+		return err
+	}
+	return insertInfos(ctx, tx, infos)
+}
+
+func insertInfos(ctx context.Context, tx bun.IDB, infos []infoRow) error {
+	if len(infos) == 0 {
+		return nil
+	}
+	_, err := tx.NewInsert().Model(&infos).Exec(ctx)
+	return err
+}
+
+// BulkInsert writes many listings in batches, each batch in one transaction
+// (sample data and benchmarks). Call Analyze after a large load.
+func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
+	const batch = 500
+	for start := 0; start < len(ls); start += batch {
+		end := min(start+batch, len(ls))
+		rows := make([]*listingRow, 0, end-start)
+		var infos []infoRow
+		for _, l := range ls[start:end] {
+			r, in, err := toRow(l)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r)
+			infos = append(infos, in...)
+		}
+		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+				return err
+			}
+			return insertInfos(ctx, tx, infos)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Analyze refreshes the planner's statistics of the listing tables after a
+// bulk load, so that searches pick the right index; on PostgreSQL it also
+// vacuums, which lets the searches' index-only scans skip the table.
+func (s *Store) Analyze(ctx context.Context) error {
+	cmd := "ANALYZE "
+	if s.pg {
+		cmd = "VACUUM ANALYZE "
+	}
+	for _, table := range []string{"livestock_listings", "livestock_listing_info", "livestock_wishlist"} {
+		if _, err := s.db.ExecContext(ctx, cmd+table); err != nil {
+			return fmt.Errorf("analyze %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// Update rewrites a listing and its additionalInfo values.
+func (s *Store) Update(ctx context.Context, tx bun.IDB, l *Listing) error {
+	r, infos, err := toRow(l)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.NewUpdate().Model(r).WherePK().ExcludeColumn("id", "created_at", "user_id", "organisation_id", "organisation_name", "kind", "type").Exec(ctx); err != nil {
+		return err
+	}
+	if _, err := tx.NewDelete().Model((*infoRow)(nil)).Where("listing_id = ?", l.ID).Exec(ctx); err != nil {
+		return err
+	}
+	return insertInfos(ctx, tx, infos)
+}
+
+// Get reads a listing, with whether userID has it on their wishlist; nil when
+// there is none. forUpdate locks the row until tx ends (PostgreSQL; SQLite
+// transactions hold the database's write lock from their start).
+func (s *Store) Get(ctx context.Context, tx bun.IDB, id, userID string, forUpdate bool) (*Listing, error) {
+	var r listingRow
+	q := tx.NewSelect().Model(&r).ColumnExpr("l.*").
+		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", userID).
+		Where("l.id = ?", id)
+	if forUpdate && s.pg {
+		q.For("UPDATE OF l")
+	}
+	if err := q.Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return r.listing()
+}
+
+// Close moves an active listing to a closed status; false when it was not active.
+func (s *Store) Close(ctx context.Context, tx bun.IDB, id, status string, at time.Time) (bool, error) {
+	res, err := tx.NewUpdate().Model((*listingRow)(nil)).
+		Set("status = ?", status).Set("closed_at = ?", at).Set("updated_at = ?", at).
+		Where("id = ?", id).Where("status = ?", StatusActive).Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// SetHidden shows or hides a listing in search.
+func (s *Store) SetHidden(ctx context.Context, tx bun.IDB, id string, hidden bool) error {
+	_, err := tx.NewUpdate().Model((*listingRow)(nil)).Set("hidden = ?", hidden).Where("id = ?", id).Exec(ctx)
+	return err
+}
+
+// AddWish puts a listing on a user's wishlist; nothing happens when it is there.
+func (s *Store) AddWish(ctx context.Context, userID, listingID string, at time.Time) error {
+	_, err := s.db.NewInsert().Model(&wishRow{UserID: userID, ListingID: listingID, CreatedAt: at}).
+		On("CONFLICT (user_id, listing_id) DO NOTHING").Exec(ctx)
+	return err
+}
+
+// RemoveWish takes a listing off a user's wishlist.
+func (s *Store) RemoveWish(ctx context.Context, userID, listingID string) error {
+	_, err := s.db.NewDelete().Model((*wishRow)(nil)).Where("user_id = ?", userID).Where("listing_id = ?", listingID).Exec(ctx)
+	return err
+}
+
+// HasReport tells whether a user already reported a listing.
+func (s *Store) HasReport(ctx context.Context, tx bun.IDB, listingID, userID string) (bool, error) {
+	return tx.NewSelect().Model((*reportRow)(nil)).Where("listing_id = ?", listingID).Where("user_id = ?", userID).Exists(ctx)
+}
+
+// InsertReport records a report.
+func (s *Store) InsertReport(ctx context.Context, tx bun.IDB, r *Report) error {
+	_, err := tx.NewInsert().Model(&reportRow{
+		ID: r.ID, ListingID: r.ListingID, UserID: r.UserID, UserName: r.UserName, OrganisationID: r.OrganisationID,
+		Reason: r.Reason, Message: r.Message, CreatedAt: r.CreatedAt,
+	}).Exec(ctx)
+	return err
+}
+
+// OpenReporters counts the distinct users with an unreviewed report of a listing.
+func (s *Store) OpenReporters(ctx context.Context, tx bun.IDB, listingID string) (int, error) {
+	var n int
+	err := tx.NewSelect().Model((*reportRow)(nil)).ColumnExpr("count(DISTINCT r.user_id)").
+		Where("r.listing_id = ?", listingID).Where("r.reviewed_at IS NULL").Scan(ctx, &n)
+	return n, err
+}
+
+// ReviewReports marks every open report of a listing as reviewed.
+func (s *Store) ReviewReports(ctx context.Context, tx bun.IDB, listingID, adminID, decision string, at time.Time) error {
+	_, err := tx.NewUpdate().Model((*reportRow)(nil)).
+		Set("reviewed_at = ?", at).Set("reviewed_by = ?", adminID).Set("decision = ?", decision).
+		Where("listing_id = ?", listingID).Where("reviewed_at IS NULL").Exec(ctx)
+	return err
+}
+
+// ReportFilter selects reports for moderation.
+type ReportFilter struct {
+	// Open: true only unreviewed, false only reviewed, nil both.
+	Open      *bool
+	ListingID string
+}
+
+// Reports answers a page of reports, oldest first unless desc, and the total.
+func (s *Store) Reports(ctx context.Context, f ReportFilter, limit, offset int, desc bool) ([]*Report, int, error) {
+	var rows []reportRow
+	q := s.db.NewSelect().Model(&rows)
+	if f.Open != nil {
+		if *f.Open {
+			q.Where("r.reviewed_at IS NULL")
+		} else {
+			q.Where("r.reviewed_at IS NOT NULL")
+		}
+	}
+	if f.ListingID != "" {
+		q.Where("r.listing_id = ?", f.ListingID)
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	total, err := q.OrderExpr("r.created_at " + dir).OrderExpr("r.id " + dir).Limit(int64(limit)).Offset(int64(offset)).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*Report, len(rows))
+	for i, r := range rows {
+		out[i] = &Report{ID: r.ID, ListingID: r.ListingID, UserID: r.UserID, UserName: r.UserName, OrganisationID: r.OrganisationID,
+			Reason: r.Reason, Message: r.Message, CreatedAt: r.CreatedAt.UTC(), ReviewedAt: r.ReviewedAt}
+		if r.ReviewedBy != nil {
+			out[i].ReviewedBy = *r.ReviewedBy
+		}
+		if r.Decision != nil {
+			out[i].Decision = *r.Decision
+		}
+	}
+	return out, int(total), nil
+}
+
+// Viewer is who searches: their wishlist and the organisations whose closed
+// listings they may see.
+type Viewer struct {
+	UserID string
+	Orgs   []string
+}
+
+// facet names a filter whose own condition a facet count leaves out.
+type facet int
+
+const (
+	noFacet facet = iota
+	facetStatus
+	facetKind
+	facetBreed
+	facetSociety
+	facetSexes
+	facetInfo
+)
+
+// distanceSQL is HaversineKm in SQL over the row's l.lat and l.lon, with the
+// point's latitude twice and longitude once as arguments. PostgreSQL and
+// SQLite (modernc, built with the math functions) both have the functions; only
+// the two-argument minimum is spelled differently.
+func (s *Store) distanceSQL() string {
+	least := "MIN"
+	if s.pg {
+		least = "LEAST"
+	}
+	return fmt.Sprintf("2 * %v * asin(sqrt(%s(1.0, power(sin(radians(l.lat - ?) / 2), 2)"+
+		" + cos(radians(?)) * cos(radians(l.lat)) * power(sin(radians(l.lon - ?) / 2), 2))))", EarthRadiusKm, least)
+}
+
+// where adds the conditions of f to q, all but the one of skip (facets). A
+// search never shows hidden (reported) listings; without a status filter it
+// shows active listings; sold and found are only the viewer's organisations'.
+func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
+	q.Where("l.hidden = ?", false)
+	orgs := v.Orgs
+	if len(orgs) == 0 {
+		// No organisation: an id no listing has keeps IN () valid SQL.
+		orgs = []string{""}
+	}
+	switch {
+	case skip == facetStatus:
+		q.Where("(l.status = ? OR (l.status IN (?) AND l.organisation_id IN (?)))", StatusActive, bun.In([]string{StatusSold, StatusFound}), bun.In(orgs))
+	case f.Status == FilterActiveSelling:
+		q.Where("l.status = ?", StatusActive).Where("l.type = ?", Selling)
+	case f.Status == FilterActiveBuying:
+		q.Where("l.status = ?", StatusActive).Where("l.type = ?", Buying)
+	case f.Status == StatusSold || f.Status == StatusFound:
+		q.Where("l.status = ?", f.Status).Where("l.organisation_id IN (?)", bun.In(orgs))
+	default:
+		q.Where("l.status = ?", StatusActive)
+	}
+	if f.Kind != "" && skip != facetKind {
+		q.Where("l.kind = ?", f.Kind)
+	}
+	if len(f.Breeds) > 0 && skip != facetBreed {
+		q.Where("l.breed_type IN (?)", bun.In(f.Breeds))
+	}
+	if len(f.Societies) > 0 && skip != facetSociety {
+		q.Where("l.breed_society IN (?)", bun.In(f.Societies))
+	}
+	if f.Sexes != "" && skip != facetSexes {
+		q.Where("l.sexes = ?", f.Sexes)
+	}
+	if f.AdditionalInfo != "" && skip != facetInfo {
+		q.Where("EXISTS (SELECT 1 FROM livestock_listing_info AS i WHERE i.listing_id = l.id AND i.value = ?)", f.AdditionalInfo)
+	}
+	// Age ranges overlap: the listing's oldest is not younger than minAge and
+	// its youngest not older than maxAge.
+	if f.MinAge != nil {
+		q.Where("l.max_age >= ?", *f.MinAge)
+	}
+	if f.MaxAge != nil {
+		q.Where("l.min_age <= ?", *f.MaxAge)
+	}
+	if f.Wishlisted {
+		q.Where("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?)", v.UserID)
+	}
+	if p := f.Near; p != nil {
+		b := boundingBox(p.Lat, p.Lon, p.Km)
+		q.Where("l.lat BETWEEN ? AND ?", b.MinLat, b.MaxLat)
+		switch {
+		case b.AllLon:
+			q.Where("l.lon IS NOT NULL")
+		case b.WrapLon:
+			q.Where("(l.lon >= ? OR l.lon <= ?)", b.MinLon, b.MaxLon)
+		default:
+			q.Where("l.lon BETWEEN ? AND ?", b.MinLon, b.MaxLon)
+		}
+		q.Where(s.distanceSQL()+" <= ?", p.Lat, p.Lat, p.Lon, p.Km)
+	}
+}
+
+// selectListings selects whole listings with the caller's wishlist flag and,
+// around a point, the distance.
+func (s *Store) selectListings(rows *[]listingRow, v Viewer, sr Search) *bun.SelectQuery {
+	q := s.db.NewSelect().Model(rows).ColumnExpr("l.*").
+		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", v.UserID)
+	if p := sr.Near; p != nil {
+		q.ColumnExpr(s.distanceSQL()+" AS distance_km", p.Lat, p.Lat, p.Lon)
+	}
+	return q
+}
+
+// order sorts q by the search's sortBy, the id breaking ties.
+func (s *Store) order(q *bun.SelectQuery, sr Search) {
+	dir := " ASC"
+	if sr.Page.SortDesc {
+		dir = " DESC"
+	}
+	switch sr.Page.SortBy {
+	case SortDistance:
+		q.OrderExpr(s.distanceSQL()+dir, sr.Near.Lat, sr.Near.Lat, sr.Near.Lon)
+	case SortUpdated:
+		q.OrderExpr("l.updated_at" + dir)
+	case SortPrice:
+		q.OrderExpr("l.price_amount" + dir)
+	default:
+		q.OrderExpr("l.created_at" + dir)
+	}
+	q.OrderExpr("l.id" + dir)
+}
+
+// Search answers a page of a search in two steps: the ids of the page are
+// chosen from the index alone (filters, distance and the default order are all
+// in the search indexes), then only those rows are read.
+func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, error) {
+	page := s.db.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id")
+	s.where(page, v, sr.Filter, noFacet)
+	s.order(page, sr)
+	page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
+	var rows []listingRow
+	q := s.selectListings(&rows, v, sr).Where("l.id IN (?)", page)
+	s.order(q, sr)
+	if err := q.Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]*Listing, len(rows))
+	for i := range rows {
+		l, err := rows[i].listing()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = l
+	}
+	return out, nil
+}
+
+// Count answers how many listings a search matches.
+func (s *Store) Count(ctx context.Context, v Viewer, f Filter) (int, error) {
+	q := s.db.NewSelect().Model((*listingRow)(nil))
+	s.where(q, v, f, noFacet)
+	n, err := q.Count(ctx)
+	return int(n), err
+}
+
+// Stream calls fn with every listing of a search, in order, one row at a time
+// (CSV exports of any size in constant memory).
+func (s *Store) Stream(ctx context.Context, v Viewer, sr Search, fn func(*Listing) error) error {
+	var none []listingRow
+	q := s.selectListings(&none, v, sr)
+	s.where(q, v, sr.Filter, noFacet)
+	s.order(q, sr)
+	rows, err := q.Rows(ctx)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r listingRow
+		if err := s.db.ScanRow(ctx, rows, &r); err != nil {
+			return err
+		}
+		l, err := r.listing()
+		if err != nil {
+			return err
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// FacetValue is the count of one value of a filter.
+type FacetValue struct {
+	Value string `bun:"value" json:"value"`
+	Count int    `bun:"n" json:"count"`
+}
+
+// Facets counts, for each filter, the listings of each of its values among
+// those matching all the other filters: one grouped query per filter.
+func (s *Store) Facets(ctx context.Context, v Viewer, f Filter) (map[string][]FacetValue, error) {
+	statusExpr := "CASE WHEN l.status = 'active' THEN 'active-' || l.type ELSE l.status END"
+	specs := []struct {
+		name string
+		skip facet
+		expr string
+		join bool
+	}{
+		{"status", facetStatus, statusExpr, false},
+		{"commodityType", facetKind, "l.kind", false},
+		{"commodityBreed", facetBreed, "l.breed_type", false},
+		{"commodityBreedSociety", facetSociety, "l.breed_society", false},
+		{"commoditySexes", facetSexes, "l.sexes", false},
+		{"commodityAdditionalInfo", facetInfo, "i.value", true},
+	}
+	out := make(map[string][]FacetValue, len(specs))
+	for _, sp := range specs {
+		vals := []FacetValue{}
+		q := s.db.NewSelect().Model((*listingRow)(nil)).
+			ColumnExpr(sp.expr + " AS value").ColumnExpr("count(*) AS n")
+		if sp.join {
+			q.Join("JOIN livestock_listing_info AS i ON i.listing_id = l.id")
+		}
+		s.where(q, v, f, sp.skip)
+		q.Where(sp.expr + " IS NOT NULL").GroupExpr(sp.expr).OrderExpr("n DESC").OrderExpr("value ASC")
+		if err := q.Scan(ctx, &vals); err != nil {
+			return nil, fmt.Errorf("facet %s: %w", sp.name, err)
+		}
+		out[sp.name] = vals
+	}
+	return out, nil
+}

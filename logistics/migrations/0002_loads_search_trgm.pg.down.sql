@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS logistics_loads_search_trgm;

@@ -1,0 +1,400 @@
+package filestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/db"
+	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
+	"github.com/uptrace/bun"
+)
+
+// DefaultPath is where the System module serves files (API.md); the URLs in
+// records point there.
+const DefaultPath = "/system/v1/files"
+
+// Options configure a Service.
+type Options struct {
+	// BaseURL is the public base URL ("https://api.example.com").
+	BaseURL string
+	// Path is the download route under BaseURL; DefaultPath when empty.
+	Path string
+	// MaxBytes caps one upload; 0 means no cap.
+	MaxBytes int64
+	// URLTTL is the lifetime of signed URLs; one hour when zero.
+	URLTTL time.Duration
+	// Signer signs download URLs.
+	Signer *auth.Signer
+	// Log receives what clients are not told.
+	Log logrus.FieldLogger
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+}
+
+// Hook runs after a file has been stored and recorded. It is the place for
+// derived data such as thumbnails: a hook may read the bytes back with
+// Service.Read and store what it derives under the record's Path plus a
+// suffix. It runs in the request, so slow work should be queued, not done.
+// Its error is logged: the upload itself has succeeded.
+type Hook func(ctx context.Context, rec *Record) error
+
+// Service is module.Deps.Files: uploads, reads, archives and resolves files.
+type Service struct {
+	store  store
+	db     *bun.DB
+	blobs  Blobs
+	opts   Options
+	hooks  []Hook
+	prefix string // BaseURL + Path
+}
+
+// New builds a Service over a database and a blob store.
+func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
+	if o.Path == "" {
+		o.Path = DefaultPath
+	}
+	if o.URLTTL <= 0 {
+		o.URLTTL = time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = logrus.New()
+	}
+	return &Service{
+		store: store{db: bdb}, db: bdb, blobs: blobs, opts: o,
+		prefix: strings.TrimRight(o.BaseURL, "/") + o.Path,
+	}
+}
+
+// Open builds the Service the configuration asks for: the local backend under
+// files.dir (default <data_dir>/files) or the s3 backend.
+func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Signer, log logrus.FieldLogger) (*Service, error) {
+	var (
+		blobs Blobs
+		err   error
+	)
+	switch cfg.Files.Backend {
+	case "", "local":
+		dir := cfg.Files.Dir
+		if dir == "" {
+			dir = filepath.Join(cfg.DataDir, "files")
+		}
+		blobs, err = NewLocal(dir)
+	case "s3":
+		s3 := cfg.Files.S3
+		blobs, err = NewS3(ctx, S3Options{
+			Endpoint: s3.Endpoint, Bucket: s3.Bucket, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey,
+			UseSSL: s3.UseSSL, Region: s3.Region, Prefix: s3.Prefix, PartSize: uint64(max(s3.PartSizeMB, 0)) << 20,
+		})
+	default:
+		return nil, fmt.Errorf("files.backend %q: want local or s3", cfg.Files.Backend)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return New(bdb, blobs, Options{
+		BaseURL:  cfg.BaseURL,
+		MaxBytes: cfg.Files.MaxUploadMB << 20,
+		URLTTL:   cfg.Files.URLTTL,
+		Signer:   signer,
+		Log:      log,
+	}), nil
+}
+
+// Blobs returns the blob store.
+func (s *Service) Blobs() Blobs { return s.blobs }
+
+// MaxBytes is the upload limit in bytes (0: none).
+func (s *Service) MaxBytes() int64 { return s.opts.MaxBytes }
+
+// OnStored registers a hook that runs after every successful upload.
+func (s *Service) OnStored(h Hook) { s.hooks = append(s.hooks, h) }
+
+// Ping tells whether the blob store answers (readiness).
+func (s *Service) Ping(ctx context.Context) error { return s.blobs.Ping(ctx) }
+
+// Put streams an upload into the store and records it. The fields are
+// checked first (400 listing every failing field, 403 for an organisation
+// the caller does not belong to); the content type is sniffed from the first
+// bytes before anything is stored (415 when the bucket refuses it); the body
+// is hashed and counted on its way to the store (413 over the limit). An
+// error of the body (an *apierr.Error is answered as it is) aborts the upload:
+// nothing is stored and nothing is recorded.
+func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Record, error) {
+	if p == nil {
+		return nil, apierr.Unauthorized("uploading needs a bearer token")
+	}
+	u, err := validateInput(p, in)
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, HeadLen)
+	n, err := io.ReadFull(in.Body, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, s.bodyError(err)
+	}
+	head = head[:n]
+	if n == 0 {
+		return nil, apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "must not be empty", Data: map[string]any{}})
+	}
+	contentType, executable := Sniff(head)
+	if !Accepts(u.bucket, contentType, executable) {
+		return nil, apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType)
+	}
+	now := s.opts.Now().UTC()
+	id := uuid.Must(uuid.NewV7()).String()
+	rec := &Record{
+		ID: id, Bucket: u.bucket, Type: u.typ, Name: u.name,
+		Path:        fmt.Sprintf("%s/%04d/%02d/%s", u.bucket, now.Year(), int(now.Month()), id),
+		ContentType: contentType, UserID: p.UserID, UserName: p.Name,
+		OrganisationID: u.org, Organisations: u.orgs, Tags: []string{},
+		Status: StatusActive, CreatedAt: now.Truncate(time.Second),
+	}
+	body := &uploadReader{r: io.MultiReader(bytes.NewReader(head), in.Body), hash: sha256.New(), max: s.opts.MaxBytes}
+	size, err := s.blobs.Put(ctx, rec.Path, body)
+	if err != nil {
+		if body.err != nil {
+			return nil, s.bodyError(body.err)
+		}
+		return nil, s.storeError(err)
+	}
+	rec.Size = size
+	rec.Hash = hex.EncodeToString(body.hash.Sum(nil))
+	if err := s.store.insert(ctx, rec); err != nil {
+		// The record is what makes the bytes reachable: without it they go.
+		if derr := s.blobs.Delete(context.WithoutCancel(ctx), rec.Path); derr != nil {
+			s.opts.Log.WithError(derr).WithField("key", rec.Path).Error("could not remove the bytes of an unrecorded upload")
+		}
+		return nil, dbError(err)
+	}
+	s.sign(rec)
+	for _, h := range s.hooks {
+		if err := h(ctx, rec); err != nil {
+			s.opts.Log.WithError(err).WithField("file", rec.ID).Warn("file hook failed")
+		}
+	}
+	return rec, nil
+}
+
+// uploadReader hashes and counts the body on its way to the store and stops
+// it past the limit. err keeps the body's own failure apart from the store's.
+type uploadReader struct {
+	r    io.Reader
+	hash hash.Hash
+	n    int64
+	max  int64
+	err  error
+}
+
+// ErrTooLarge is the body error of an upload over the limit.
+var ErrTooLarge = errors.New("filestore: upload over the size limit")
+
+func (u *uploadReader) Read(p []byte) (int, error) {
+	if u.err != nil {
+		return 0, u.err
+	}
+	n, err := u.r.Read(p)
+	u.n += int64(n)
+	if u.max > 0 && u.n > u.max {
+		u.err = ErrTooLarge
+		return 0, u.err
+	}
+	_, _ = u.hash.Write(p[:n])
+	if err != nil && !errors.Is(err, io.EOF) {
+		u.err = err
+	}
+	return n, err
+}
+
+// bodyError turns a failure to read the upload into its answer.
+func (s *Service) bodyError(err error) error {
+	if e, ok := apierr.As(err); ok {
+		return e
+	}
+	var mbe *http.MaxBytesError
+	if errors.Is(err, ErrTooLarge) || errors.As(err, &mbe) {
+		return apierr.New(apierr.CodePayloadTooLarge, "the file is larger than the upload limit of %d MiB", s.opts.MaxBytes>>20)
+	}
+	return apierr.Wrap(err, apierr.CodeBadRequest, "the upload was interrupted or could not be read")
+}
+
+// storeError answers 503 for a blob store that does not answer.
+func (s *Service) storeError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return apierr.Wrap(err, apierr.CodeBadRequest, "the upload was cancelled")
+	}
+	return apierr.Unavailable(err, "the file store")
+}
+
+func dbError(err error) error {
+	if db.IsUnavailable(err) {
+		return apierr.Unavailable(err, "the database")
+	}
+	return apierr.Internal(err)
+}
+
+// Get returns an active file that p may read; 404 otherwise.
+func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Record, error) {
+	rec, err := s.store.get(ctx, id)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	if rec == nil || rec.Status != StatusActive || !rec.ReadableBy(p) {
+		return nil, apierr.NotFound("file")
+	}
+	s.sign(rec)
+	return rec, nil
+}
+
+// GetSigned returns an active file for the bearer of a signed URL token: a
+// tampered, foreign or expired token answers 401, an archived file 404.
+func (s *Service) GetSigned(ctx context.Context, id, token string) (*Record, error) {
+	if s.opts.Signer == nil || s.opts.Signer.Verify(tokenResource(id), token, s.opts.Now()) != nil {
+		return nil, apierr.Unauthorized("the download token is not valid or has expired")
+	}
+	rec, err := s.store.get(ctx, id)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	if rec == nil || rec.Status != StatusActive {
+		return nil, apierr.NotFound("file")
+	}
+	s.sign(rec)
+	return rec, nil
+}
+
+// Archive archives an active file: allowed to its uploader or an admin, 404
+// for anyone else, for an unknown id and for a file already archived.
+func (s *Service) Archive(ctx context.Context, p *auth.Principal, id string) error {
+	rec, err := s.store.get(ctx, id)
+	if err != nil {
+		return dbError(err)
+	}
+	if rec == nil || rec.Status != StatusActive || !rec.ArchivableBy(p) {
+		return apierr.NotFound("file")
+	}
+	ok, err := s.store.archive(ctx, id, p.UserID, s.opts.Now())
+	if err != nil {
+		return dbError(err)
+	}
+	if !ok {
+		return apierr.NotFound("file") // archived meanwhile by another request
+	}
+	return nil
+}
+
+// Read opens length bytes of a file's content from offset (length < 0: to
+// the end). Callers have checked access with Get or GetSigned.
+func (s *Service) Read(ctx context.Context, rec *Record, offset, length int64) (io.ReadCloser, error) {
+	rc, err := s.blobs.Open(ctx, rec.Path, offset, length)
+	if errors.Is(err, ErrNotExist) {
+		// A record without bytes is damage, not a client error: log it loudly.
+		s.opts.Log.WithField("file", rec.ID).WithField("key", rec.Path).Error("the bytes of an active file are missing")
+		return nil, apierr.NotFound("file")
+	}
+	if err != nil {
+		return nil, s.storeError(err)
+	}
+	return rc, nil
+}
+
+// Resolve checks each reference exists, is active and readable by p, and
+// returns the canonical refs in the same order. Field errors have paths
+// relative to the list ("[1].id"); callers merge them with
+// fields.At("files").Merge(errs). The refs are only meaningful when there are
+// no field errors. err is for infrastructure failures only.
+func (s *Service) Resolve(ctx context.Context, p *auth.Principal, refs []Ref) ([]Ref, []apierr.FieldError, error) {
+	var f apierr.Fields
+	if len(refs) > MaxResolveRefs {
+		f.Add("", "max_items", fmt.Sprintf("must have at most %d files", MaxResolveRefs), map[string]any{"max": MaxResolveRefs, "actual": len(refs)})
+		return nil, f.List(), nil
+	}
+	ids := make([]string, 0, len(refs))
+	first := map[string]int{}
+	for i, r := range refs {
+		id := strings.TrimSpace(r.ID)
+		fi := f.Index(i)
+		switch {
+		case id == "":
+			fi.Add("id", "required", "is required", nil)
+		case len(id) > 64:
+			fi.Add("id", "not_found", "file not found", map[string]any{"id": truncate(id, 64)})
+		default:
+			if j, dup := first[id]; dup {
+				fi.Add("id", "duplicate", fmt.Sprintf("is the same file as [%d]", j), map[string]any{"index": j})
+				continue
+			}
+			first[id] = i
+			ids = append(ids, id)
+		}
+	}
+	found, err := s.store.getMany(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Ref, len(refs))
+	for i, r := range refs {
+		id := strings.TrimSpace(r.ID)
+		if j, ok := first[id]; !ok || j != i {
+			continue // reported above
+		}
+		rec := found[id]
+		if rec == nil || rec.Status != StatusActive || !rec.ReadableBy(p) {
+			f.Index(i).Add("id", "not_found", "file not found", map[string]any{"id": id})
+			continue
+		}
+		rec.URL = s.urlOf(rec.ID)
+		out[i] = rec.Ref()
+	}
+	if !f.Empty() {
+		return nil, f.List(), nil
+	}
+	return out, nil, nil
+}
+
+// SignToken returns a download token for a file valid until exp.
+func (s *Service) SignToken(id string, exp time.Time) string {
+	return s.opts.Signer.Sign(tokenResource(id), exp)
+}
+
+// urlOf is the plain download URL of a file.
+func (s *Service) urlOf(id string) string { return s.prefix + "/" + url.PathEscape(id) }
+
+// tokenResource binds a token to one file.
+func tokenResource(id string) string { return "file:" + id }
+
+// sign fills the record's URLs: the plain one and the signed ones.
+func (s *Service) sign(rec *Record) {
+	rec.URL = s.urlOf(rec.ID)
+	if s.opts.Signer == nil {
+		rec.SignedURL, rec.SignedStreamURL = rec.URL, rec.URL+"?stream=1"
+		return
+	}
+	token := url.QueryEscape(s.SignToken(rec.ID, s.opts.Now().Add(s.opts.URLTTL)))
+	rec.SignedURL = rec.URL + "?token=" + token
+	rec.SignedStreamURL = rec.URL + "?stream=1&token=" + token
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,341 @@
+package filestore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/schema"
+	"github.com/agritrade/api/platform/testkit"
+	"github.com/uptrace/bun"
+)
+
+var (
+	farmer   = &testkit.Farmer
+	outsider = &testkit.Outsider
+	admin    = &testkit.Admin
+	// partner belongs to an organisation a file can be shared with.
+	partner = &auth.Principal{UserID: "user-partner", Name: "Pat Partner", OrgID: "org-partner", Orgs: []string{"org-partner"}}
+)
+
+// pngHead is the start of a real PNG file (signature and IHDR chunk).
+var pngHead = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")
+
+// backend is one blob store under test with a way to list what it holds.
+type backend struct {
+	name  string
+	open  func(t *testing.T) filestore.Blobs
+	items func(t *testing.T, b filestore.Blobs) []string
+}
+
+func localBackend() backend {
+	return backend{
+		name: "local",
+		open: func(t *testing.T) filestore.Blobs {
+			l, err := filestore.NewLocal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		},
+		items: func(t *testing.T, b filestore.Blobs) []string { return localFiles(t, b.(*filestore.Local).Root()) },
+	}
+}
+
+// localFiles lists every regular file under root, temporary ones included.
+func localFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// forEach runs fn per dialect and backend with a fresh service.
+func forEach(t *testing.T, backends []backend, fn func(t *testing.T, s *filestore.Service, b filestore.Blobs, be backend, bdb *bun.DB)) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		migrate(t, bdb)
+		for _, be := range backends {
+			t.Run(be.name, func(t *testing.T) {
+				b := be.open(t)
+				s := filestore.New(bdb, b, filestore.Options{
+					BaseURL: "http://api.test", MaxBytes: 1 << 20, URLTTL: time.Minute,
+					Signer: auth.NewSigner([]byte("test")),
+				})
+				fn(t, s, b, be, bdb)
+			})
+		}
+	})
+}
+
+func migrate(t *testing.T, bdb *bun.DB) {
+	t.Helper()
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.MigrateUp(context.Background(), bdb, schema.Name, ms); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func put(t *testing.T, s *filestore.Service, p *auth.Principal, in filestore.PutInput) *filestore.Record {
+	t.Helper()
+	rec, err := s.Put(context.Background(), p, in)
+	if err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	return rec
+}
+
+func wantCode(t *testing.T, err error, code apierr.Code) *apierr.Error {
+	t.Helper()
+	e, ok := apierr.As(err)
+	if !ok || e.Code != code {
+		t.Fatalf("error %v, want code %s", err, code)
+	}
+	return e
+}
+
+func TestPutReadResolveLocal(t *testing.T) {
+	forEach(t, []backend{localBackend()}, testPutReadResolve)
+}
+
+func testPutReadResolve(t *testing.T, s *filestore.Service, b filestore.Blobs, be backend, _ *bun.DB) {
+	ctx := context.Background()
+	content := append(append([]byte{}, pngHead...), bytes.Repeat([]byte("pixels"), 5000)...)
+	rec := put(t, s, farmer, filestore.PutInput{Bucket: "images", Type: "avatar", Name: "me.png", Organisations: []string{"org-partner", " ", "org-partner"}, Body: bytes.NewReader(content)})
+	sum := sha256.Sum256(content)
+	if rec.Hash != hex.EncodeToString(sum[:]) || rec.Size != int64(len(content)) || rec.ContentType != "image/png" {
+		t.Fatalf("record %+v", rec)
+	}
+	if rec.OrganisationID != farmer.OrgID || len(rec.Organisations) != 1 || rec.Status != filestore.StatusActive {
+		t.Fatalf("record %+v", rec)
+	}
+	if !strings.HasPrefix(rec.SignedURL, "http://api.test/system/v1/files/"+rec.ID+"?token=") {
+		t.Fatalf("signed url %q", rec.SignedURL)
+	}
+	// Byte-exact read back, whole and a slice.
+	rc, err := s.Read(ctx, rec, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Equal(got, content) {
+		t.Fatalf("read back %d bytes, want %d", len(got), len(content))
+	}
+	rc, err = s.Read(ctx, rec, 10, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Equal(got, content[10:110]) {
+		t.Fatalf("range read %q", got)
+	}
+	if items := be.items(t, b); len(items) != 1 || items[0] != rec.Path {
+		t.Fatalf("store holds %v, want [%s]", items, rec.Path)
+	}
+
+	// Readers: uploader, organisation members, shared organisations; not outsiders.
+	for _, p := range []*auth.Principal{farmer, partner, {UserID: "someone", OrgID: "x", Orgs: []string{"org-farm"}}} {
+		if _, err := s.Get(ctx, p, rec.ID); err != nil {
+			t.Fatalf("%s cannot read: %v", p.UserID, err)
+		}
+	}
+	for _, p := range []*auth.Principal{outsider, admin, nil} {
+		_, err := s.Get(ctx, p, rec.ID)
+		wantCode(t, err, apierr.CodeNotFound)
+	}
+
+	// Resolve: canonical refs in order; every bad entry reported with its index.
+	other := put(t, s, outsider, filestore.PutInput{Bucket: "files", Type: "misc", Name: "notes.txt", Body: strings.NewReader("hello")})
+	second := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "contract", Name: "contract.pdf", Body: strings.NewReader("%PDF-1.7\n...")})
+	refs, errs, err := s.Resolve(ctx, farmer, []filestore.Ref{{ID: second.ID, Name: "client-side name"}, {ID: rec.ID}})
+	if err != nil || len(errs) != 0 {
+		t.Fatalf("resolve: %v %v", errs, err)
+	}
+	if refs[0].ID != second.ID || refs[0].Name != "contract.pdf" || refs[0].URL != "http://api.test/system/v1/files/"+second.ID ||
+		refs[0].UserID != farmer.UserID || refs[0].UserName != farmer.Name || refs[0].OrganisationID != farmer.OrgID || refs[1].ID != rec.ID {
+		t.Fatalf("refs %+v", refs)
+	}
+	if _, err := time.Parse(time.RFC3339, refs[0].CreatedAtUTC); err != nil || !strings.HasSuffix(refs[0].CreatedAtUTC, "Z") {
+		t.Fatalf("createdAtUTC %q", refs[0].CreatedAtUTC)
+	}
+	if err := s.Archive(ctx, farmer, second.ID); err != nil {
+		t.Fatal(err)
+	}
+	refs, errs, err = s.Resolve(ctx, farmer, []filestore.Ref{{ID: rec.ID}, {ID: ""}, {ID: other.ID}, {ID: "01900000-0000-7000-8000-000000000000"}, {ID: second.ID}, {ID: rec.ID}})
+	if err != nil || refs != nil {
+		t.Fatalf("resolve: %v %v", refs, err)
+	}
+	want := map[string]string{"[1].id": "required", "[2].id": "not_found", "[3].id": "not_found", "[4].id": "not_found", "[5].id": "duplicate"}
+	if len(errs) != len(want) {
+		t.Fatalf("errors %+v, want %v", errs, want)
+	}
+	for _, e := range errs {
+		if want[e.Path] != e.Code {
+			t.Fatalf("error %+v, want %v", e, want)
+		}
+	}
+	// Callers merge the errors under their list's path.
+	var f apierr.Fields
+	f.At("files").Merge(errs)
+	if f.List()[0].Path != "files[1].id" {
+		t.Fatalf("merged path %q", f.List()[0].Path)
+	}
+	refs, errs, err = s.Resolve(ctx, farmer, nil)
+	if err != nil || len(errs) != 0 || len(refs) != 0 {
+		t.Fatalf("empty resolve: %v %v %v", refs, errs, err)
+	}
+	_, errs, _ = s.Resolve(ctx, farmer, make([]filestore.Ref, filestore.MaxResolveRefs+1))
+	if len(errs) != 1 || errs[0].Code != "max_items" {
+		t.Fatalf("too many: %+v", errs)
+	}
+}
+
+func TestPutRefusals(t *testing.T) {
+	forEach(t, []backend{localBackend()}, testPutRefusals)
+}
+
+func testPutRefusals(t *testing.T, s *filestore.Service, b filestore.Blobs, be backend, bdb *bun.DB) {
+	ctx := context.Background()
+	elf := append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 100)...)
+	cases := []struct {
+		name string
+		p    *auth.Principal
+		in   filestore.PutInput
+		code apierr.Code
+	}{
+		{"fields", farmer, filestore.PutInput{Bucket: "pictures", Type: "", Name: "a\x00b", Body: strings.NewReader("x")}, apierr.CodeValidation},
+		{"foreign org", farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", OrganisationID: "org-other", Body: strings.NewReader("x")}, apierr.CodeForbidden},
+		{"anonymous", nil, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: strings.NewReader("x")}, apierr.CodeUnauthorized},
+		{"empty", farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: strings.NewReader("")}, apierr.CodeValidation},
+		{"executable", farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: bytes.NewReader(elf)}, apierr.CodeUnsupportedMedia},
+		{"script", farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: strings.NewReader("#!/bin/sh\nrm -rf /\n")}, apierr.CodeUnsupportedMedia},
+		{"text as image", farmer, filestore.PutInput{Bucket: "images", Type: "image", Name: "a", Body: strings.NewReader("not an image")}, apierr.CodeUnsupportedMedia},
+		{"image as video", farmer, filestore.PutInput{Bucket: "videos", Type: "misc", Name: "a", Body: bytes.NewReader(pngHead)}, apierr.CodeUnsupportedMedia},
+		{"too large", farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: io.LimitReader(zeros{}, 1<<20+1)}, apierr.CodePayloadTooLarge},
+		{"body fails", farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: io.MultiReader(io.LimitReader(zeros{}, 200<<10), failing{})}, apierr.CodeBadRequest},
+		{"body refuses", farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: io.MultiReader(io.LimitReader(zeros{}, 100), failing{apierr.BadRequest("stop")})}, apierr.CodeBadRequest},
+	}
+	for _, c := range cases {
+		_, err := s.Put(ctx, c.p, c.in)
+		e := wantCode(t, err, c.code)
+		if c.name == "fields" {
+			paths := map[string]bool{}
+			for _, v := range e.Validation {
+				paths[v.Path] = true
+			}
+			if len(paths) != 3 || !paths["bucket"] || !paths["type"] || !paths["name"] {
+				t.Fatalf("validation %+v", e.Validation)
+			}
+		}
+	}
+	// Exactly at the limit is accepted.
+	put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a", Body: io.LimitReader(zeros{}, 1<<20)})
+	if items := be.items(t, b); len(items) != 1 {
+		t.Fatalf("refused uploads left %v", items)
+	}
+	n, err := bdb.NewSelect().Table("platform_files").Count(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("%d rows (%v), want 1", n, err)
+	}
+}
+
+func TestArchive(t *testing.T) {
+	forEach(t, []backend{localBackend()}, func(t *testing.T, s *filestore.Service, _ filestore.Blobs, _ backend, _ *bun.DB) {
+		ctx := context.Background()
+		rec := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a.txt", Body: strings.NewReader("a")})
+		wantCode(t, s.Archive(ctx, outsider, rec.ID), apierr.CodeNotFound)
+		wantCode(t, s.Archive(ctx, partner, rec.ID), apierr.CodeNotFound) // may read, may not archive
+		if err := s.Archive(ctx, farmer, rec.ID); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, s.Archive(ctx, farmer, rec.ID), apierr.CodeNotFound)
+		_, err := s.Get(ctx, farmer, rec.ID)
+		wantCode(t, err, apierr.CodeNotFound)
+		other := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "b.txt", Body: strings.NewReader("b")})
+		if err := s.Archive(ctx, admin, other.ID); err != nil {
+			t.Fatalf("admin archive: %v", err)
+		}
+		wantCode(t, s.Archive(ctx, admin, "no-such-id"), apierr.CodeNotFound)
+	})
+}
+
+func TestSignedToken(t *testing.T) {
+	forEach(t, []backend{localBackend()}, func(t *testing.T, s *filestore.Service, _ filestore.Blobs, _ backend, _ *bun.DB) {
+		ctx := context.Background()
+		rec := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "a.txt", Body: strings.NewReader("a")})
+		other := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "b.txt", Body: strings.NewReader("b")})
+		// The URLs carry a token that expires after Options.URLTTL (files.url_ttl).
+		tok, err := url.ParseQuery(strings.SplitN(rec.SignedURL, "?", 2)[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, _, _ := strings.Cut(tok.Get("token"), ".")
+		if sec, _ := strconv.ParseInt(exp, 10, 64); time.Until(time.Unix(sec, 0)) > time.Minute || time.Until(time.Unix(sec, 0)) < 55*time.Second {
+			t.Fatalf("token %q does not expire in a minute", tok.Get("token"))
+		}
+		if _, err := s.GetSigned(ctx, rec.ID, tok.Get("token")); err != nil {
+			t.Fatal(err)
+		}
+		good := s.SignToken(rec.ID, time.Now().Add(time.Minute))
+		if _, err := s.GetSigned(ctx, rec.ID, good); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"", "x", good + "x", s.SignToken(rec.ID, time.Now().Add(-time.Second)), s.SignToken(other.ID, time.Now().Add(time.Minute))} {
+			_, err := s.GetSigned(ctx, rec.ID, bad)
+			wantCode(t, err, apierr.CodeUnauthorized)
+		}
+		if err := s.Archive(ctx, farmer, rec.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.GetSigned(ctx, rec.ID, good)
+		wantCode(t, err, apierr.CodeNotFound)
+	})
+}
+
+// zeros is an endless stream of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// failing is a body that breaks, like a client that goes away.
+type failing struct{ err error }
+
+func (f failing) Read([]byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	return 0, errors.New("connection reset by peer")
+}

@@ -1,0 +1,51 @@
+package httpx
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// StrongETag returns the quoted strong entity tag of a representation: the
+// first 128 bits of its SHA-256, so every replica computes the same tag.
+func StrongETag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// ETagMatches tells whether an If-None-Match header value matches etag, with
+// the weak comparison RFC 9110 prescribes for If-None-Match: "*", or any listed
+// tag equal to etag once W/ prefixes are ignored.
+func ETagMatches(ifNoneMatch, etag string) bool {
+	if ifNoneMatch == "" || etag == "" {
+		return false
+	}
+	want := strings.TrimPrefix(etag, "W/")
+	for _, t := range strings.Split(ifNoneMatch, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Conditional sets ETag and Cache-Control and, when the request's
+// If-None-Match matches, answers 304 without a body and returns true: the
+// handler then has nothing left to write.
+func Conditional(c *gin.Context, etag, cacheControl string) bool {
+	h := c.Writer.Header()
+	h.Set("ETag", etag)
+	if cacheControl != "" {
+		h.Set("Cache-Control", cacheControl)
+	}
+	if ETagMatches(c.GetHeader("If-None-Match"), etag) {
+		c.Status(http.StatusNotModified)
+		c.Writer.WriteHeaderNow()
+		return true
+	}
+	return false
+}

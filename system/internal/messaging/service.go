@@ -1,0 +1,266 @@
+package messaging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/outbox"
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Sortable lists the sortBy values of the conversation list.
+var Sortable = []string{"createdAtUTC", "updatedAtUTC", "title"}
+
+// ListMessages caps the messages each conversation of a list carries (the
+// latest ones); reading one conversation answers all of its messages.
+const ListMessages = 50
+
+// Service holds the rules: only participants see or extend a conversation,
+// a listing conversation between two users is continued rather than
+// duplicated, and every message notifies the others in the same transaction.
+type Service struct {
+	db    *bun.DB
+	store store
+	now   func() time.Time
+}
+
+// NewService makes the service over the database.
+func NewService(bdb *bun.DB) *Service {
+	return &Service{db: bdb, now: time.Now}
+}
+
+// Send stores a message from p. pathID is the conversation of the route
+// ("add a message"), "" for "create a conversation from a message". It
+// answers the conversation as p sees it after the message.
+func (s *Service) Send(ctx context.Context, p *auth.Principal, pathID string, in MessageInput) (*Conversation, error) {
+	d, err := NewDraft(in, p.UserID)
+	if pathID != "" {
+		var f apierr.Fields
+		if ae, ok := apierr.As(err); ok {
+			f.Merge(ae.Validation)
+		} else if err != nil {
+			return nil, err
+		}
+		f.Check(d.ConversationID == "" || d.ConversationID == pathID, "conversationId", "mismatch", "must be the conversation of the path when given")
+		err = f.Err()
+		d.ConversationID = pathID
+	}
+	if err != nil {
+		return nil, err
+	}
+	var conv *Conversation
+	err = db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		row, err := s.target(ctx, tx, p, d)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		toName, err := s.store.knownName(ctx, tx, d.To)
+		if err != nil {
+			return err
+		}
+		if err := s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: d.To, UserName: toName, JoinedAt: now}); err != nil {
+			return err
+		}
+		msg := &messageRow{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: row.ID, SentByID: p.UserID, SentByName: p.Name, Message: d.Text, CreatedAt: now}
+		if err := s.store.appendMessage(ctx, tx, msg); err != nil {
+			return err
+		}
+		if err := s.store.markRead(ctx, tx, row.ID, p.UserID, msg.Seq, p.Name); err != nil {
+			return err
+		}
+		convs, err := s.assemble(ctx, tx, p.UserID, []conversationRow{*row}, 0)
+		if err != nil {
+			return err
+		}
+		conv = &convs[0]
+		conv.Unread = 0 // the sender has just seen the whole conversation
+		return outbox.Enqueue(ctx, tx, notification(conv, p, msg))
+	})
+	if errors.Is(err, errNotFound) {
+		return nil, apierr.NotFound("conversation")
+	}
+	if err != nil {
+		if _, ok := apierr.As(err); ok {
+			return nil, err
+		}
+		return nil, apierr.Internal(err)
+	}
+	return conv, nil
+}
+
+// target answers the conversation a draft goes to: the given one (p must take
+// part), the existing one about the same listing between p and the recipient,
+// or a new one.
+func (s *Service) target(ctx context.Context, tx bun.Tx, p *auth.Principal, d Draft) (*conversationRow, error) {
+	if d.ConversationID != "" {
+		row, err := s.store.get(ctx, tx, d.ConversationID, p.UserID)
+		if err != nil {
+			return nil, err
+		}
+		var f apierr.Fields
+		f.Check(d.ListingID == "" || d.ListingID == deref(row.ListingID), "listingId", "mismatch", "must be the listing of the conversation when given")
+		f.Check(d.ListingType == "" || d.ListingType == deref(row.ListingType), "listingType", "mismatch", "must be the listing type of the conversation when given")
+		f.Check(d.Title == "" || d.Title == deref(row.Title), "title", "mismatch", "must be the title of the conversation when given")
+		return row, f.Err()
+	}
+	if d.ListingID != "" {
+		row, err := s.store.forListingPair(ctx, tx, d.ListingID, d.ListingType, p.UserID, d.To)
+		if err == nil {
+			if d.Title != "" && d.Title != deref(row.Title) {
+				return nil, apierr.Invalid(apierr.FieldError{Path: "title", Code: "mismatch", Message: "must be the title of your existing conversation about this listing when given", Data: map[string]any{"title": deref(row.Title)}})
+			}
+			return row, nil
+		}
+		if !errors.Is(err, errNotFound) {
+			return nil, err
+		}
+	}
+	now := s.now().UTC()
+	row := &conversationRow{
+		ID: uuid.Must(uuid.NewV7()).String(), Title: nonEmpty(d.Title), ListingID: nonEmpty(d.ListingID), ListingType: nonEmpty(d.ListingType),
+		CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.store.insertConversation(ctx, tx, row); err != nil {
+		return nil, err
+	}
+	return row, s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: p.UserID, UserName: p.Name, JoinedAt: now})
+}
+
+// notification is the outbox event of a new message: to every participant but the sender.
+func notification(c *Conversation, p *auth.Principal, m *messageRow) outbox.Event {
+	recipients := make([]string, 0, len(c.Participants))
+	for _, pa := range c.Participants {
+		if pa.ID != p.UserID {
+			recipients = append(recipients, pa.ID)
+		}
+	}
+	sender := p.Name
+	if sender == "" {
+		sender = p.UserID
+	}
+	subject := "New message from " + sender
+	if c.Title != nil {
+		subject += ": " + *c.Title
+	}
+	return outbox.Event{
+		Type: EventMessage, Recipients: recipients, Subject: subject, Body: m.Message,
+		Data: map[string]any{
+			"conversationId": c.ConversationID, "messageId": m.ID, "seq": m.Seq, "title": c.Title,
+			"listingId": c.ListingID, "listingType": c.ListingType,
+			"sentById": p.UserID, "sentByName": p.Name, "createdAtUTC": rfc3339(m.CreatedAt),
+		},
+	}
+}
+
+// Get answers a conversation of p with all its messages and marks it read.
+func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Conversation, error) {
+	row, err := s.store.get(ctx, s.db, id, p.UserID)
+	return s.read(ctx, p, row, err)
+}
+
+// ForListing answers p's most recently active conversation about a listing and
+// marks it read.
+func (s *Service) ForListing(ctx context.Context, p *auth.Principal, listingID string) (*Conversation, error) {
+	row, err := s.store.forListing(ctx, s.db, listingID, p.UserID)
+	return s.read(ctx, p, row, err)
+}
+
+func (s *Service) read(ctx context.Context, p *auth.Principal, row *conversationRow, err error) (*Conversation, error) {
+	if errors.Is(err, errNotFound) {
+		return nil, apierr.NotFound("conversation")
+	}
+	if err != nil {
+		return nil, apierr.Internal(err)
+	}
+	convs, err := s.assemble(ctx, s.db, p.UserID, []conversationRow{*row}, 0)
+	if err != nil {
+		return nil, apierr.Internal(err)
+	}
+	if err := s.store.markRead(ctx, s.db, row.ID, p.UserID, row.MessageCount, ""); err != nil {
+		return nil, apierr.Internal(err)
+	}
+	return &convs[0], nil
+}
+
+// List answers a page of p's conversations: the page, then the messages,
+// participants and unread counts of the whole page in one query each.
+func (s *Service) List(ctx context.Context, p *auth.Principal, pg httpx.Page) (*Page, error) {
+	total, err := s.store.count(ctx, s.db, p.UserID)
+	if err != nil {
+		return nil, apierr.Internal(err)
+	}
+	out := &Page{Docs: []Conversation{}, TotalDocs: total, Limit: pg.Limit, Offset: pg.Offset}
+	if pg.Offset >= total {
+		return out, nil
+	}
+	rows, err := s.store.page(ctx, s.db, p.UserID, pg.SortBy, pg.SortDesc, pg.Limit, pg.Offset)
+	if err != nil {
+		return nil, apierr.Internal(err)
+	}
+	if out.Docs, err = s.assemble(ctx, s.db, p.UserID, rows, ListMessages); err != nil {
+		return nil, apierr.Internal(err)
+	}
+	return out, nil
+}
+
+// assemble turns rows into answers with a fixed number of queries whatever
+// the number of rows (no N+1): messages, participants, unread counts.
+func (s *Service) assemble(ctx context.Context, idb bun.IDB, userID string, rows []conversationRow, lastMessages int) ([]Conversation, error) {
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	msgs, err := s.store.messages(ctx, idb, ids, lastMessages)
+	if err != nil {
+		return nil, fmt.Errorf("load messages: %w", err)
+	}
+	parts, err := s.store.participants(ctx, idb, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load participants: %w", err)
+	}
+	unread, err := s.store.unread(ctx, idb, ids, userID)
+	if err != nil {
+		return nil, fmt.Errorf("count unread: %w", err)
+	}
+	out := make([]Conversation, len(rows))
+	for i, r := range rows {
+		c := Conversation{
+			ConversationID: r.ID, Title: optional(r.Title), ListingID: optional(r.ListingID), ListingType: optional(r.ListingType),
+			CreatedAtUTC: rfc3339(r.CreatedAt), UpdatedAtUTC: rfc3339(r.UpdatedAt),
+			Messages: make([]Message, 0, len(msgs[r.ID])), Participants: make([]Party, 0, len(parts[r.ID])), Unread: unread[r.ID],
+		}
+		for _, m := range msgs[r.ID] {
+			c.Messages = append(c.Messages, Message{SentByID: m.SentByID, SentByName: m.SentByName, Message: m.Message, CreatedAtUTC: rfc3339(m.CreatedAt)})
+		}
+		for _, pa := range parts[r.ID] {
+			c.Participants = append(c.Participants, Party{ID: pa.UserID, Name: pa.UserName})
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nonEmpty(s string) *string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,14 @@
+DROP TABLE IF EXISTS refdata_seller_commodities;
+DROP TABLE IF EXISTS refdata_conversions;
+DROP TABLE IF EXISTS refdata_ex_farm_prices;
+DROP TABLE IF EXISTS refdata_reasons;
+DROP TABLE IF EXISTS refdata_grade_measures;
+DROP TABLE IF EXISTS refdata_specifications;
+DROP TABLE IF EXISTS refdata_varieties;
+DROP TABLE IF EXISTS refdata_commodity_grades;
+DROP TABLE IF EXISTS refdata_commodity_types;
+DROP TABLE IF EXISTS refdata_commodity_items;
+DROP TABLE IF EXISTS refdata_commodity_groups;
+DROP TABLE IF EXISTS refdata_regions;
+DROP TABLE IF EXISTS refdata_countries;
+DROP TABLE IF EXISTS refdata_parameters;

@@ -1,0 +1,3 @@
+DROP TABLE system_conversation_messages;
+DROP TABLE system_conversation_participants;
+DROP TABLE system_conversations;

@@ -1,0 +1,1 @@
+DROP TABLE system_expert_requests;

@@ -1,0 +1,2 @@
+DROP TABLE system_short_link_visits;
+DROP TABLE system_short_links;
