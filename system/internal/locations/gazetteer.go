@@ -159,13 +159,18 @@ func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) 
 		}
 		consider(names, false)
 	}
-	names, err := g.store.NamesByPrefix(ctx, string(r[:(len(r)+1)/2]), countryISO, candidateCap)
-	if err != nil {
-		return nil, err
-	}
-	consider(names, false)
+	// A whole name one typo away is the likely intent: only without one is the
+	// query taken as the start of a name.
 	if len(rank) == 0 {
-		if names, err = g.store.SimilarNames(ctx, n, countryISO, similarCap); err != nil {
+		names, err := g.store.NamesByPrefix(ctx, string(r[:(len(r)+1)/2]), countryISO, candidateCap)
+		if err != nil {
+			return nil, err
+		}
+		consider(names, false)
+	}
+	if len(rank) == 0 {
+		names, err := g.store.SimilarNames(ctx, n, countryISO, similarCap)
+		if err != nil {
 			return nil, err
 		}
 		consider(names, true)
