@@ -85,7 +85,7 @@ func mergeOpenAPI(platform []byte, mods []module.Module, docs map[string]documen
 			}
 			dst := obj(comps, kind)
 			for name, v := range em {
-				if have, ok := dst[name]; ok && !reflect.DeepEqual(have, v) {
+				if have, ok := dst[name]; ok && !reflect.DeepEqual(withoutProse(have), withoutProse(v)) {
 					return nil, fmt.Errorf("openapi of %s: %s %q differs from one already defined", m.Name(), kind, name)
 				}
 				dst[name] = v
@@ -99,6 +99,32 @@ func mergeOpenAPI(platform []byte, mods []module.Module, docs map[string]documen
 	})
 	base["tags"] = baseTags
 	return json.Marshal(base)
+}
+
+// withoutProse drops descriptions, summaries and examples, so that two modules'
+// copies of a shared schema are compared by what clients rely on: a wording
+// difference is not a contract clash, a type or field difference is.
+func withoutProse(v any) any {
+	switch t := v.(type) {
+	case document:
+		out := make(document, len(t))
+		for k, e := range t {
+			switch k {
+			case "description", "summary", "example", "examples":
+				continue
+			}
+			out[k] = withoutProse(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = withoutProse(e)
+		}
+		return out
+	default:
+		return v
+	}
 }
 
 // obj returns the object under key, creating it when missing.
