@@ -35,7 +35,7 @@ func TestVisibilityEditAndClose(t *testing.T) {
 			{Name: "draftMemberThroughOrgs200", Req: testkit.Request{Method: http.MethodGet, Path: path(draft, ""), Token: hand}, Status: 200},
 			{Name: "draftOther404", Req: testkit.Request{Method: http.MethodGet, Path: path(draft, ""), Token: other}, Status: 404, Code: "not_found"},
 			{Name: "unknown404", Req: testkit.Request{Method: http.MethodGet, Path: path("019a0000-0000-7000-8000-000000000000", ""), Token: own}, Status: 404, Code: "not_found"},
-			{Name: "get401", Req: testkit.Request{Method: http.MethodGet, Path: path(selling, "")}, Status: 401, Code: "unauthorized"},
+			{Name: "get401", Req: testkit.Request{Method: http.MethodGet, Path: path(selling, "")}, Status: 401, Code: unauthorised},
 			{Name: "activeOther200", Req: testkit.Request{Method: http.MethodGet, Path: path(selling, ""), Token: other}, Status: 200, Check: statusIs("active")},
 			// Edits.
 			{Name: "patchOther404", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: other, JSON: map[string]any{"description": "mine now"}}, Status: 404, Code: "not_found"},
@@ -99,7 +99,7 @@ func TestVisibilityEditAndClose(t *testing.T) {
 			{Name: "foundOwner200", Req: testkit.Request{Method: http.MethodGet, Path: path(buying, ""), Token: own}, Status: 200, Check: statusIs("found")},
 			{Name: "cancelledOwner200", Req: testkit.Request{Method: http.MethodGet, Path: path(cancel, ""), Token: own}, Status: 200, Check: statusIs("cancelled")},
 			{Name: "patchClosed409", Req: testkit.Request{Method: http.MethodPatch, Path: path(selling, ""), Token: own, JSON: map[string]any{"description": "again"}}, Status: 409, Code: "conflict"},
-			{Name: "close401", Req: testkit.Request{Method: http.MethodPost, Path: path(selling, "/close"), JSON: map[string]any{"status": "sold"}}, Status: 401, Code: "unauthorized"},
+			{Name: "close401", Req: testkit.Request{Method: http.MethodPost, Path: path(selling, "/close"), JSON: map[string]any{"status": "sold"}}, Status: 401, Code: unauthorised},
 		})
 		// Closed listings: the owner's organisation finds them under their status, nobody else does.
 		for _, c := range []struct {
@@ -227,7 +227,7 @@ func TestWishlist(t *testing.T) {
 			{Name: "deleteNotOn200", Req: wish(http.MethodDelete, b), Status: 200},
 			{Name: "deleteDraft404", Req: wish(http.MethodDelete, draft), Status: 404, Code: "not_found"},
 			{Name: "deleteUnknown404", Req: wish(http.MethodDelete, "nope"), Status: 404, Code: "not_found"},
-			{Name: "put401", Req: testkit.Request{Method: http.MethodPut, Path: "/livestock/v1/listings/" + a + "/wishlist"}, Status: 401, Code: "unauthorized"},
+			{Name: "put401", Req: testkit.Request{Method: http.MethodPut, Path: "/livestock/v1/listings/" + a + "/wishlist"}, Status: 401, Code: unauthorised},
 		})
 		got, total := search(t, s, outsider, url.Values{"isWishlisted": {"true"}})
 		if total != 1 || len(got) != 1 || got[0].ID != a || !got[0].IsWishlisted {
