@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"testing"
 
+	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
 )
@@ -252,5 +254,34 @@ func TestWishlist(t *testing.T) {
 			{Name: "deleteClosed200", Req: wish(http.MethodDelete, a), Status: 200},
 			{Name: "deleteClosedAgain404", Req: wish(http.MethodDelete, a), Status: 404, Code: "not_found"},
 		})
+	})
+}
+
+// TestConcurrentReports: three reporters at once still hide the listing (each
+// report locks the listing row, so the third sees the other two).
+func TestConcurrentReports(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := newServer(t, db)
+		for round := 0; round < 3; round++ {
+			id := create(t, s, farmer, "cattle", validBody("cattle"))
+			var wg sync.WaitGroup
+			statuses := make([]int, 3)
+			for i, p := range []auth.Principal{outsider, trader, dealer} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := s.Do(testkit.Request{Method: http.MethodPost, Path: "/livestock/v1/listings/" + id + "/report", Token: s.Token(p),
+						JSON: map[string]any{"reason": "suspicious", "message": nil}})
+					statuses[i] = r.Status
+				}()
+			}
+			wg.Wait()
+			if statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 200 {
+				t.Fatalf("statuses %v", statuses)
+			}
+			if got, _ := search(t, s, outsider, url.Values{}); slices.Contains(ids(got), id) {
+				t.Fatalf("round %d: the listing is still in search after three concurrent reports", round)
+			}
+		}
 	})
 }
