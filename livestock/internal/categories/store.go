@@ -75,7 +75,7 @@ func (s *Store) KindsOf(ctx context.Context, ids []int) (map[int]Kind, error) {
 		return out, nil
 	}
 	var rows []row
-	if err := s.db.NewSelect().Model(&rows).Column("id", "kind").Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&rows).Column("id", "kind").Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, err
 	}
 	for _, r := range rows {

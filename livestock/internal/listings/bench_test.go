@@ -112,7 +112,7 @@ func BenchmarkSearchSheepNear(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := store.Analyze(ctx); err != nil {
+		if err := store.RefreshStatistics(ctx); err != nil {
 			b.Fatal(err)
 		}
 		b.Logf("%s: generated %d listings in %s", d, n, time.Since(start).Round(time.Second))

@@ -171,7 +171,7 @@ func TestCreateValidation(t *testing.T) {
 			{Name: "malformed400", Req: testkit.Request{Method: http.MethodPost, Path: createPath["sheep"], Token: tok, JSON: `{"type":`}, Status: 400, Code: "bad_request"},
 			{Name: "trailing400", Req: testkit.Request{Method: http.MethodPost, Path: createPath["sheep"], Token: tok, JSON: `{} {}`}, Status: 400, Code: "bad_request"},
 			{Name: "contentType400", Req: testkit.Request{Method: http.MethodPost, Path: createPath["sheep"], Token: tok, Body: strings.NewReader("type=selling"), ContentType: "application/x-www-form-urlencoded"}, Status: 400, Code: "bad_request"},
-			{Name: "noToken401", Req: testkit.Request{Method: http.MethodPost, Path: createPath["sheep"], JSON: validBody("sheep")}, Status: 401, Code: "unauthorized"},
+			{Name: "noToken401", Req: testkit.Request{Method: http.MethodPost, Path: createPath["sheep"], JSON: validBody("sheep")}, Status: 401, Code: unauthorised},
 			{Name: "noOrganisation403", Req: testkit.Request{Method: http.MethodPost, Path: createPath["feed"], Token: s.Token(noOrg), JSON: validBody("feed")}, Status: 403, Code: "forbidden"},
 			{Name: "tooLarge413", Req: testkit.Request{Method: http.MethodPost, Path: createPath["feed"], Token: tok, JSON: with(validBody("feed"), "description", strings.Repeat("x", 2<<20))}, Status: 413, Code: "payload_too_large"},
 		})
@@ -243,7 +243,7 @@ func TestCategories(t *testing.T) {
 					}
 				}},
 			{Name: "kind400", Req: testkit.Request{Method: http.MethodGet, Path: "/livestock/v1/categories?kind=pigs", Token: tok}, Status: 400, Code: "validation_failed"},
-			{Name: "noToken401", Req: testkit.Request{Method: http.MethodGet, Path: "/livestock/v1/categories"}, Status: 401, Code: "unauthorized"},
+			{Name: "noToken401", Req: testkit.Request{Method: http.MethodGet, Path: "/livestock/v1/categories"}, Status: 401, Code: unauthorised},
 		})
 		// The breeds of the tree are exactly the breedType enumerations of the document.
 		spec := testkit.LoadSpec(t, s.App)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agritrade/api/livestock"
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/filestore"
@@ -39,6 +40,9 @@ func newServer(t testing.TB, db *bun.DB) *testkit.Server {
 		return []module.Module{livestock.New(p.Deps(livestock.Name))}
 	})
 }
+
+// unauthorised is the error code of 401 answers.
+var unauthorised = string(apierr.CodeUnauthorized)
 
 // createPath maps a kind to its create route.
 var createPath = map[string]string{

@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"testing"
 
+	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
 )
@@ -35,7 +37,7 @@ func TestVisibilityEditAndClose(t *testing.T) {
 			{Name: "draftMemberThroughOrgs200", Req: testkit.Request{Method: http.MethodGet, Path: path(draft, ""), Token: hand}, Status: 200},
 			{Name: "draftOther404", Req: testkit.Request{Method: http.MethodGet, Path: path(draft, ""), Token: other}, Status: 404, Code: "not_found"},
 			{Name: "unknown404", Req: testkit.Request{Method: http.MethodGet, Path: path("019a0000-0000-7000-8000-000000000000", ""), Token: own}, Status: 404, Code: "not_found"},
-			{Name: "get401", Req: testkit.Request{Method: http.MethodGet, Path: path(selling, "")}, Status: 401, Code: "unauthorized"},
+			{Name: "get401", Req: testkit.Request{Method: http.MethodGet, Path: path(selling, "")}, Status: 401, Code: unauthorised},
 			{Name: "activeOther200", Req: testkit.Request{Method: http.MethodGet, Path: path(selling, ""), Token: other}, Status: 200, Check: statusIs("active")},
 			// Edits.
 			{Name: "patchOther404", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: other, JSON: map[string]any{"description": "mine now"}}, Status: 404, Code: "not_found"},
@@ -99,7 +101,7 @@ func TestVisibilityEditAndClose(t *testing.T) {
 			{Name: "foundOwner200", Req: testkit.Request{Method: http.MethodGet, Path: path(buying, ""), Token: own}, Status: 200, Check: statusIs("found")},
 			{Name: "cancelledOwner200", Req: testkit.Request{Method: http.MethodGet, Path: path(cancel, ""), Token: own}, Status: 200, Check: statusIs("cancelled")},
 			{Name: "patchClosed409", Req: testkit.Request{Method: http.MethodPatch, Path: path(selling, ""), Token: own, JSON: map[string]any{"description": "again"}}, Status: 409, Code: "conflict"},
-			{Name: "close401", Req: testkit.Request{Method: http.MethodPost, Path: path(selling, "/close"), JSON: map[string]any{"status": "sold"}}, Status: 401, Code: "unauthorized"},
+			{Name: "close401", Req: testkit.Request{Method: http.MethodPost, Path: path(selling, "/close"), JSON: map[string]any{"status": "sold"}}, Status: 401, Code: unauthorised},
 		})
 		// Closed listings: the owner's organisation finds them under their status, nobody else does.
 		for _, c := range []struct {
@@ -227,7 +229,7 @@ func TestWishlist(t *testing.T) {
 			{Name: "deleteNotOn200", Req: wish(http.MethodDelete, b), Status: 200},
 			{Name: "deleteDraft404", Req: wish(http.MethodDelete, draft), Status: 404, Code: "not_found"},
 			{Name: "deleteUnknown404", Req: wish(http.MethodDelete, "nope"), Status: 404, Code: "not_found"},
-			{Name: "put401", Req: testkit.Request{Method: http.MethodPut, Path: "/livestock/v1/listings/" + a + "/wishlist"}, Status: 401, Code: "unauthorized"},
+			{Name: "put401", Req: testkit.Request{Method: http.MethodPut, Path: "/livestock/v1/listings/" + a + "/wishlist"}, Status: 401, Code: unauthorised},
 		})
 		got, total := search(t, s, outsider, url.Values{"isWishlisted": {"true"}})
 		if total != 1 || len(got) != 1 || got[0].ID != a || !got[0].IsWishlisted {
@@ -252,5 +254,34 @@ func TestWishlist(t *testing.T) {
 			{Name: "deleteClosed200", Req: wish(http.MethodDelete, a), Status: 200},
 			{Name: "deleteClosedAgain404", Req: wish(http.MethodDelete, a), Status: 404, Code: "not_found"},
 		})
+	})
+}
+
+// TestConcurrentReports: three reporters at once still hide the listing (each
+// report locks the listing row, so the third sees the other two).
+func TestConcurrentReports(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := newServer(t, db)
+		for round := 0; round < 3; round++ {
+			id := create(t, s, farmer, "cattle", validBody("cattle"))
+			var wg sync.WaitGroup
+			statuses := make([]int, 3)
+			for i, p := range []auth.Principal{outsider, trader, dealer} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := s.Do(testkit.Request{Method: http.MethodPost, Path: "/livestock/v1/listings/" + id + "/report", Token: s.Token(p),
+						JSON: map[string]any{"reason": "suspicious", "message": nil}})
+					statuses[i] = r.Status
+				}()
+			}
+			wg.Wait()
+			if statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 200 {
+				t.Fatalf("statuses %v", statuses)
+			}
+			if got, _ := search(t, s, outsider, url.Values{}); slices.Contains(ids(got), id) {
+				t.Fatalf("round %d: the listing is still in search after three concurrent reports", round)
+			}
+		}
 	})
 }

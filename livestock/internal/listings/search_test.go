@@ -163,18 +163,17 @@ func fixture(t *testing.T, s *testkit.Server, n int) []*known {
 
 // query is a search as the brute force reads it.
 type query struct {
-	status, kind     string
-	breeds, socs     []string
-	sexes, info      string
-	minAge, maxAge   *float64
-	wished           bool
-	lat, lon, km     *float64
-	sortBy           string
-	desc             bool
-	limit, offset    int
-	viewer           auth.Principal
-	values           url.Values
-	compareOrderOnly bool
+	status, kind   string
+	breeds, socs   []string
+	sexes, info    string
+	minAge, maxAge *float64
+	wished         bool
+	lat, lon, km   *float64
+	sortBy         string
+	desc           bool
+	limit, offset  int
+	viewer         auth.Principal
+	values         url.Values
 }
 
 // parseQuery turns query values into the brute-force query.
@@ -529,7 +528,7 @@ func TestSearchQueryValidation(t *testing.T) {
 			{Name: "notABool400", Req: req("isWishlisted=maybe"), Status: 400, Code: "bad_request"},
 			{Name: "csvFacets400", Req: req("docs=false&format=csv"), Status: 400, Code: "validation_failed", Check: paths("format")},
 			{Name: "tooLongBreed400", Req: req("f:commodityBreed=" + strings.Repeat("b", 101)), Status: 400, Code: "validation_failed", Check: paths("f:commodityBreed")},
-			{Name: "noToken401", Req: testkit.Request{Method: http.MethodGet, Path: "/livestock/v1/listings"}, Status: 401, Code: "unauthorized"},
+			{Name: "noToken401", Req: testkit.Request{Method: http.MethodGet, Path: "/livestock/v1/listings"}, Status: 401, Code: unauthorised},
 			{Name: "empty200", Req: req(""), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
 				if string(r.Body) != "[]" || r.Header.Get("X-Total-Count") != "0" {
 					t.Fatalf("%s %v", r.Body, r.Header)

@@ -309,7 +309,7 @@ func (s *Service) Wishlist(ctx context.Context, p *auth.Principal, id string, on
 	if err != nil {
 		return storeErr(err)
 	}
-	if l == nil || (!l.VisibleTo(p) && !(l.IsWishlisted && !on)) {
+	if l == nil || (!l.VisibleTo(p) && (!l.IsWishlisted || on)) {
 		return apierr.NotFound("listing")
 	}
 	if on {

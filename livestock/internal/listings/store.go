@@ -202,7 +202,7 @@ func insertInfos(ctx context.Context, tx bun.IDB, infos []infoRow) error {
 }
 
 // BulkInsert writes many listings in batches, each batch in one transaction
-// (sample data and benchmarks). Call Analyze after a large load.
+// (sample data and benchmarks). Call RefreshStatistics after a large load.
 func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
 	const batch = 500
 	for start := 0; start < len(ls); start += batch {
@@ -230,17 +230,17 @@ func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
 	return nil
 }
 
-// Analyze refreshes the planner's statistics of the listing tables after a
-// bulk load, so that searches pick the right index; on PostgreSQL it also
-// vacuums, which lets the searches' index-only scans skip the table.
-func (s *Store) Analyze(ctx context.Context) error {
-	cmd := "ANALYZE "
+// RefreshStatistics refreshes the planner's statistics of the listing tables
+// after a bulk load, so that searches pick the right index; on PostgreSQL it
+// also vacuums, which lets the searches' index-only scans skip the table.
+func (s *Store) RefreshStatistics(ctx context.Context) error {
+	cmd := "ANALYZE " //nolint:misspell // the SQL keyword; SQLite knows no other spelling
 	if s.pg {
-		cmd = "VACUUM ANALYZE "
+		cmd = "VACUUM " + cmd
 	}
 	for _, table := range []string{"livestock_listings", "livestock_listing_info", "livestock_wishlist"} {
 		if _, err := s.db.ExecContext(ctx, cmd+table); err != nil {
-			return fmt.Errorf("analyze %s: %w", table, err)
+			return fmt.Errorf("refresh statistics of %s: %w", table, err)
 		}
 	}
 	return nil
@@ -430,13 +430,13 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 	}
 	switch {
 	case skip == facetStatus:
-		q.Where("(l.status = ? OR (l.status IN (?) AND l.organisation_id IN (?)))", StatusActive, bun.In([]string{StatusSold, StatusFound}), bun.In(orgs))
+		q.Where("(l.status = ? OR (l.status IN (?) AND l.organisation_id IN (?)))", StatusActive, bun.List([]string{StatusSold, StatusFound}), bun.List(orgs))
 	case f.Status == FilterActiveSelling:
 		q.Where("l.status = ?", StatusActive).Where("l.type = ?", Selling)
 	case f.Status == FilterActiveBuying:
 		q.Where("l.status = ?", StatusActive).Where("l.type = ?", Buying)
 	case f.Status == StatusSold || f.Status == StatusFound:
-		q.Where("l.status = ?", f.Status).Where("l.organisation_id IN (?)", bun.In(orgs))
+		q.Where("l.status = ?", f.Status).Where("l.organisation_id IN (?)", bun.List(orgs))
 	default:
 		q.Where("l.status = ?", StatusActive)
 	}
@@ -444,10 +444,10 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 		q.Where("l.kind = ?", f.Kind)
 	}
 	if len(f.Breeds) > 0 && skip != facetBreed {
-		q.Where("l.breed_type IN (?)", bun.In(f.Breeds))
+		q.Where("l.breed_type IN (?)", bun.List(f.Breeds))
 	}
 	if len(f.Societies) > 0 && skip != facetSociety {
-		q.Where("l.breed_society IN (?)", bun.In(f.Societies))
+		q.Where("l.breed_society IN (?)", bun.List(f.Societies))
 	}
 	if f.Sexes != "" && skip != facetSexes {
 		q.Where("l.sexes = ?", f.Sexes)
@@ -555,7 +555,7 @@ func (s *Store) Stream(ctx context.Context, v Viewer, sr Search, fn func(*Listin
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // the read error, if any, comes from rows.Err
 	for rows.Next() {
 		var r listingRow
 		if err := s.db.ScanRow(ctx, rows, &r); err != nil {
