@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +59,8 @@ type options struct {
 	importRows int
 	keep       bool
 	reuse      string
+	cpuProfile string
+	only       string
 }
 
 func main() {
@@ -70,6 +73,8 @@ func main() {
 	flag.IntVar(&o.importRows, "import-rows", 100_000, "rows of the batch upload")
 	flag.BoolVar(&o.keep, "keep", false, "keep the generated database")
 	flag.StringVar(&o.reuse, "reuse", "", "database of an earlier -keep run to measure again without generating")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
+	flag.StringVar(&o.only, "only", "", "run only this part: search, export or upload")
 	flag.Parse()
 	admin := os.Getenv(EnvDSN)
 	if admin == "" {
@@ -157,13 +162,31 @@ func run(ctx context.Context, admin string, o options) error {
 	_ = p.DB.QueryRowContext(ctx, "SELECT pg_size_pretty(pg_total_relation_size('logistics_loads'))").Scan(&size)
 	fmt.Printf("table with indexes: %s\n\n", size)
 
-	b.searches()
-	fmt.Println()
-	if err := b.export(); err != nil {
-		return err
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
-	fmt.Println()
-	return b.batchUpload()
+	if o.only == "" || o.only == "search" {
+		b.searches()
+		fmt.Println()
+	}
+	if o.only == "" || o.only == "export" {
+		if err := b.export(); err != nil {
+			return err
+		}
+		fmt.Println()
+	}
+	if o.only == "" || o.only == "upload" {
+		return b.batchUpload()
+	}
+	return nil
 }
 
 type bench struct {
@@ -175,6 +198,43 @@ type bench struct {
 func (b *bench) organiser(i int) string { return "org-" + strconv.Itoa(i) }
 func (b *bench) carrier(i int) string   { return "carrier-" + strconv.Itoa(i) }
 func (b *bench) driver(i int) string    { return "driver-" + strconv.Itoa(i) }
+
+// Names are built from short word lists, as real ones repeat words ("Farm",
+// "Haulage", common surnames): the search must cope with common trigrams.
+var (
+	places   = []string{"Hill", "Fen", "Marsh", "Oak", "Brook", "Ash", "Willow", "Manor", "Grange", "Mill", "Meadow", "Church", "Lodge", "Moor", "Vale", "Heath", "Park", "Home", "Field", "Wold", "Beck", "Thorn", "Elm", "Rook", "Low", "High", "Cross", "Bridge", "Wood", "Green"}
+	kinds    = []string{"Farm", "Farms", "Grain Ltd", "Agri", "Estates", "Farming Partners", "Arable", "Produce"}
+	surnames = []string{"Smith", "Jones", "Taylor", "Brown", "Wilson", "Evans", "Thomas", "Johnson", "Roberts", "Walker", "Wright", "Robinson", "Thompson", "White", "Hughes", "Edwards", "Green", "Hall", "Wood", "Harris", "Clarke", "Jackson", "Turner", "Hill", "Moore", "Cooper", "Ward", "Morris", "King", "Baker"}
+	firsts   = []string{"James", "Emma", "Oliver", "Sophie", "Harry", "Grace", "Jack", "Lucy", "George", "Ellie", "Tom", "Megan", "Sam", "Chloe", "Dan", "Hannah"}
+	trades   = []string{"Haulage", "Transport", "Logistics", "Freight", "Carriers"}
+)
+
+// organiserName is the name of organiser i; org-big is "Big Grain Group".
+func organiserName(id string) string {
+	if id == "org-big" {
+		return "Big Grain Group"
+	}
+	i, _ := strconv.Atoi(strings.TrimPrefix(id, "org-"))
+	return places[i%len(places)] + " " + kinds[(i/len(places))%len(kinds)]
+}
+
+// referencePrefix is how organiser i numbers its loads: initials and a number.
+func referencePrefix(id string) string {
+	var b strings.Builder
+	for _, w := range strings.Fields(organiserName(id)) {
+		b.WriteByte(w[0])
+	}
+	i, _ := strconv.Atoi(strings.TrimPrefix(id, "org-"))
+	return fmt.Sprintf("%s%d-", b.String(), i%97)
+}
+
+func carrierName(i int) string {
+	return surnames[i%len(surnames)] + " " + trades[(i/len(surnames))%len(trades)]
+}
+
+func driverName(i int) string {
+	return firsts[i%len(firsts)] + " " + surnames[(i/len(firsts))%len(surnames)]
+}
 
 var (
 	base      = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -206,8 +266,8 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 			}
 			day := r.IntN(daySpan)
 			l := &loads.Load{
-				ID: uuid.Must(uuid.NewV7()).String(), Reference: fmt.Sprintf("PO-%07d", i),
-				Organiser: loads.Party{ID: orgID, Name: "Organiser " + orgID}, Commodity: loads.Commodity{ID: 1 + r.IntN(5), Unit: "tonne", Conversion: 1000},
+				ID: uuid.Must(uuid.NewV7()).String(), Reference: fmt.Sprintf("%s%07d", referencePrefix(orgID), i),
+				Organiser: loads.Party{ID: orgID, Name: organiserName(orgID)}, Commodity: loads.Commodity{ID: 1 + r.IntN(5), Unit: "tonne", Conversion: 1000},
 				DeliveryDate: base.AddDate(0, 0, day), PickupPostcode: postcode(r), DropoffPostcode: postcode(r),
 				TicketNumber: fmt.Sprintf("WB-%06d", r.IntN(1_000_000)), VehicleRegistration: fmt.Sprintf("AB%02d %c%c%c", r.IntN(100), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26))),
 				Status: loads.StatusUpcoming, CreatedBy: "bench", CreatedAt: now, UpdatedAt: now,
@@ -217,8 +277,8 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 			w1 := float64(20 + r.IntN(10))
 			l.Weight = &w1
 			if r.IntN(100) < 70 {
-				c := b.carrier(r.IntN(b.o.carriers))
-				l.Carrier = &loads.Party{ID: c, Name: "Haulier " + c}
+				ci := r.IntN(b.o.carriers)
+				l.Carrier = &loads.Party{ID: b.carrier(ci), Name: carrierName(ci)}
 			}
 			switch s := r.IntN(100); {
 			case s < 60:
@@ -229,8 +289,8 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 				l.Status = loads.StatusInTransit
 			}
 			if l.Status != loads.StatusUpcoming && r.IntN(100) < 70 {
-				d := b.driver(r.IntN(b.o.drivers))
-				l.Driver = &loads.Party{ID: d, Name: "Driver " + d}
+				di := r.IntN(b.o.drivers)
+				l.Driver = &loads.Party{ID: b.driver(di), Name: driverName(di)}
 			}
 			_ = w.Write(copyRow(l))
 		}
@@ -307,15 +367,16 @@ func (b *bench) searches() {
 		{"big organiser, newest first, page 50", func(*mrand.Rand) (auth.Principal, string) { return big, "sortDesc=true&offset=1000" }},
 		{"big organiser, one month, completed", func(r *mrand.Rand) (auth.Principal, string) { return big, month(r) + "&f:status=completed" }},
 		{"big organiser, query (reference prefix)", func(r *mrand.Rand) (auth.Principal, string) {
-			return big, fmt.Sprintf("query=PO-0%03d", r.IntN(1000))
+			return big, fmt.Sprintf("query=BGG%d-0%03d", 0, r.IntN(1000))
 		}},
 		{"big organiser, query (ticket, rare)", func(r *mrand.Rand) (auth.Principal, string) {
 			return big, fmt.Sprintf("query=WB-%06d", r.IntN(1_000_000))
 		}},
 		{"big organiser, sort by reference", func(*mrand.Rand) (auth.Principal, string) { return big, "sortBy=reference" }},
+		{"big organiser, sort by status (no index)", func(*mrand.Rand) (auth.Principal, string) { return big, "sortBy=status" }},
 		{"carrier (~2.3k loads), first page", func(r *mrand.Rand) (auth.Principal, string) { return org(b.carrier(r.IntN(b.o.carriers))), "" }},
 		{"carrier, query (party name)", func(r *mrand.Rand) (auth.Principal, string) {
-			return org(b.carrier(r.IntN(b.o.carriers))), "query=organiser%20org-1" + strconv.Itoa(r.IntN(100))
+			return org(b.carrier(r.IntN(b.o.carriers))), "query=" + url.QueryEscape(places[r.IntN(len(places))]+" "+kinds[r.IntN(len(kinds))])
 		}},
 		{"driver (~70 loads)", func(r *mrand.Rand) (auth.Principal, string) {
 			d := b.driver(r.IntN(b.o.drivers))
