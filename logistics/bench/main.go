@@ -103,7 +103,7 @@ func run(ctx context.Context, admin string, o options) error {
 	if err != nil {
 		return err
 	}
-	defer adminDB.Close()
+	defer func() { _ = adminDB.Close() }()
 	if o.reuse != "" {
 		name, o.keep = o.reuse, true
 	} else if _, err := adminDB.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
@@ -127,7 +127,7 @@ func run(ctx context.Context, admin string, o options) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cfg.DataDir)
+	defer func() { _ = os.RemoveAll(cfg.DataDir) }()
 	cfg.Auth.Secret = "bench-secret"
 	cfg.Log.Level = "warn"
 	cfg.Bus.Backend = "memory"
@@ -135,7 +135,7 @@ func run(ctx context.Context, admin string, o options) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 	mods := []module.Module{logistics.New(p.Deps(logistics.Name), catalogue{})}
 	if err := p.MigrateUp(ctx, mods); err != nil {
 		return err
@@ -152,7 +152,7 @@ func run(ctx context.Context, admin string, o options) error {
 			return err
 		}
 		fmt.Printf("generated %d loads in %s (COPY, indexes in place)\n", o.loads, time.Since(start).Round(time.Second))
-		if _, err := p.DB.ExecContext(ctx, "VACUUM ANALYZE logistics_loads"); err != nil {
+		if _, err := p.DB.ExecContext(ctx, "VACUUM ANALYSE logistics_loads"); err != nil {
 			return err
 		}
 	} else if _, err := p.DB.ExecContext(ctx, "DELETE FROM logistics_loads WHERE organiser_id = 'org-importer'"); err != nil {
@@ -167,7 +167,7 @@ func run(ctx context.Context, admin string, o options) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
@@ -242,8 +242,11 @@ var (
 	postcodes = []string{"CB", "PE", "NR", "IP", "LN", "YO", "HU", "DN", "SN", "OX", "EH", "AB", "DD", "BT", "SY"}
 )
 
+// letter is a random capital letter.
+func letter(r *mrand.Rand) byte { return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[r.IntN(26)] }
+
 func postcode(r *mrand.Rand) string {
-	return fmt.Sprintf("%s%d %d%c%c", postcodes[r.IntN(len(postcodes))], 1+r.IntN(30), r.IntN(10), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26)))
+	return fmt.Sprintf("%s%d %d%c%c", postcodes[r.IntN(len(postcodes))], 1+r.IntN(30), r.IntN(10), letter(r), letter(r))
 }
 
 // generate COPYs the loads in: 5% to org-big, the rest spread over the
@@ -253,11 +256,11 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	pr, pw := io.Pipe()
 	go func() {
 		w := csv.NewWriter(pw)
-		r := mrand.New(mrand.NewPCG(1, 2))
+		r := mrand.New(mrand.NewPCG(1, 2)) //nolint:gosec // deterministic test data, not secrets
 		now := time.Now().UTC()
 		for i := 0; i < b.o.loads; i++ {
 			orgID := b.organiser(r.IntN(b.o.organisers))
@@ -269,7 +272,7 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 				ID: uuid.Must(uuid.NewV7()).String(), Reference: fmt.Sprintf("%s%07d", referencePrefix(orgID), i),
 				Organiser: loads.Party{ID: orgID, Name: organiserName(orgID)}, Commodity: loads.Commodity{ID: 1 + r.IntN(5), Unit: "tonne", Conversion: 1000},
 				DeliveryDate: base.AddDate(0, 0, day), PickupPostcode: postcode(r), DropoffPostcode: postcode(r),
-				TicketNumber: fmt.Sprintf("WB-%06d", r.IntN(1_000_000)), VehicleRegistration: fmt.Sprintf("AB%02d %c%c%c", r.IntN(100), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26))),
+				TicketNumber: fmt.Sprintf("WB-%06d", r.IntN(1_000_000)), VehicleRegistration: fmt.Sprintf("AB%02d %c%c%c", r.IntN(100), letter(r), letter(r), letter(r)),
 				Status: loads.StatusUpcoming, CreatedBy: "bench", CreatedAt: now, UpdatedAt: now,
 			}
 			l.Commodity.Name = commodities[l.Commodity.ID]
@@ -385,7 +388,7 @@ func (b *bench) searches() {
 	}
 	fmt.Printf("search (GET /logistics/v1/loads through the engine), %d runs each\n", b.o.runs)
 	fmt.Printf("%-42s %9s %9s %9s %9s\n", "scenario", "p50", "p90", "p99", "max")
-	r := mrand.New(mrand.NewPCG(3, 4))
+	r := mrand.New(mrand.NewPCG(3, 4)) //nolint:gosec // deterministic test data, not secrets
 	for _, sc := range scenarios {
 		times := make([]time.Duration, 0, b.o.runs)
 		var totals int64
@@ -496,10 +499,10 @@ func (b *bench) batchUpload() error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
+	defer func() { _ = os.Remove(f.Name()) }()
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"organiserId", "organiserName", "commodityId", "reference", "deliveryDateISO", "weight", "weightNet", "ticketNumber", "vehicleRegistration", "pickupPostcode", "dropoffPostcode", "tags"})
-	r := mrand.New(mrand.NewPCG(5, 6))
+	r := mrand.New(mrand.NewPCG(5, 6)) //nolint:gosec // deterministic test data, not secrets
 	for i := 0; i < b.o.importRows; i++ {
 		_ = w.Write([]string{"", "", strconv.Itoa(1 + r.IntN(5)), fmt.Sprintf("IMP-%07d", i), base.AddDate(0, 0, r.IntN(daySpan)).Format(time.DateOnly),
 			strconv.Itoa(20 + r.IntN(10)), "", fmt.Sprintf("WB-%06d", i), "", postcode(r), postcode(r), "import;bench"})

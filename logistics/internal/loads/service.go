@@ -376,6 +376,7 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 	if err != nil {
 		return nil, internal(err)
 	}
+	s.log.WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
 	return out, nil
 }
 
