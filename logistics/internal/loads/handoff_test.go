@@ -141,7 +141,7 @@ func TestHandOffValidation(t *testing.T) {
 			}}, Status: 404, Code: "not_found"},
 			{Name: "carrier400items", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-carrier", Token: org, JSON: []any{map[string]any{"loadId": ls[0].ID}}}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "[0].carrierId") }},
-			{Name: "carrier413tooMany", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-carrier", Token: org, JSON: manyItems(1001)}, Status: 400, Code: "validation_failed"},
+			{Name: "carrier400tooMany", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-carrier", Token: org, JSON: manyItems(1001)}, Status: 400, Code: "validation_failed"},
 			{Name: "pod400list", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/proof-of-delivery", Token: org, JSON: []any{
 				map[string]any{"loadId": ls[0].ID, "weightNet": 1, "ticketNumber": "t", "vehicleRegistration": "v", "files": nil},
 				map[string]any{"loadId": ls[1].ID, "weightNet": -1, "vehicleRegistration": "v"},
