@@ -31,7 +31,6 @@ type Commodities interface {
 // Module is the Logistics module.
 type Module struct {
 	module.Base
-	deps    module.Deps
 	loads   *loads.Handler
 	imports *imports.Handler
 }
@@ -50,7 +49,6 @@ func New(deps module.Deps, commodities Commodities) *Module {
 	svc := loads.NewService(loads.NewStore(deps.DB), lookup, deps.Files, deps.Log.Component("loads"))
 	return &Module{
 		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
-		deps:    deps,
 		loads:   loads.NewHandler(svc, deps.Config.HTTP.MaxListItems),
 		imports: imports.NewHandler(imports.NewService(svc, deps.Log.Component("loads:import")), deps.Config.Files.MaxUploadMB<<20),
 	}

@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +59,8 @@ type options struct {
 	importRows int
 	keep       bool
 	reuse      string
+	cpuProfile string
+	only       string
 }
 
 func main() {
@@ -70,6 +73,8 @@ func main() {
 	flag.IntVar(&o.importRows, "import-rows", 100_000, "rows of the batch upload")
 	flag.BoolVar(&o.keep, "keep", false, "keep the generated database")
 	flag.StringVar(&o.reuse, "reuse", "", "database of an earlier -keep run to measure again without generating")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
+	flag.StringVar(&o.only, "only", "", "run only this part: search, export or upload")
 	flag.Parse()
 	admin := os.Getenv(EnvDSN)
 	if admin == "" {
@@ -98,7 +103,7 @@ func run(ctx context.Context, admin string, o options) error {
 	if err != nil {
 		return err
 	}
-	defer adminDB.Close()
+	defer func() { _ = adminDB.Close() }()
 	if o.reuse != "" {
 		name, o.keep = o.reuse, true
 	} else if _, err := adminDB.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
@@ -122,7 +127,7 @@ func run(ctx context.Context, admin string, o options) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cfg.DataDir)
+	defer func() { _ = os.RemoveAll(cfg.DataDir) }()
 	cfg.Auth.Secret = "bench-secret"
 	cfg.Log.Level = "warn"
 	cfg.Bus.Backend = "memory"
@@ -130,7 +135,7 @@ func run(ctx context.Context, admin string, o options) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 	mods := []module.Module{logistics.New(p.Deps(logistics.Name), catalogue{})}
 	if err := p.MigrateUp(ctx, mods); err != nil {
 		return err
@@ -147,7 +152,7 @@ func run(ctx context.Context, admin string, o options) error {
 			return err
 		}
 		fmt.Printf("generated %d loads in %s (COPY, indexes in place)\n", o.loads, time.Since(start).Round(time.Second))
-		if _, err := p.DB.ExecContext(ctx, "VACUUM ANALYZE logistics_loads"); err != nil {
+		if _, err := p.DB.ExecContext(ctx, "VACUUM ANALYSE logistics_loads"); err != nil {
 			return err
 		}
 	} else if _, err := p.DB.ExecContext(ctx, "DELETE FROM logistics_loads WHERE organiser_id = 'org-importer'"); err != nil {
@@ -157,13 +162,31 @@ func run(ctx context.Context, admin string, o options) error {
 	_ = p.DB.QueryRowContext(ctx, "SELECT pg_size_pretty(pg_total_relation_size('logistics_loads'))").Scan(&size)
 	fmt.Printf("table with indexes: %s\n\n", size)
 
-	b.searches()
-	fmt.Println()
-	if err := b.export(); err != nil {
-		return err
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
-	fmt.Println()
-	return b.batchUpload()
+	if o.only == "" || o.only == "search" {
+		b.searches()
+		fmt.Println()
+	}
+	if o.only == "" || o.only == "export" {
+		if err := b.export(); err != nil {
+			return err
+		}
+		fmt.Println()
+	}
+	if o.only == "" || o.only == "upload" {
+		return b.batchUpload()
+	}
+	return nil
 }
 
 type bench struct {
@@ -176,14 +199,54 @@ func (b *bench) organiser(i int) string { return "org-" + strconv.Itoa(i) }
 func (b *bench) carrier(i int) string   { return "carrier-" + strconv.Itoa(i) }
 func (b *bench) driver(i int) string    { return "driver-" + strconv.Itoa(i) }
 
+// Names are built from short word lists, as real ones repeat words ("Farm",
+// "Haulage", common surnames): the search must cope with common trigrams.
+var (
+	places   = []string{"Hill", "Fen", "Marsh", "Oak", "Brook", "Ash", "Willow", "Manor", "Grange", "Mill", "Meadow", "Church", "Lodge", "Moor", "Vale", "Heath", "Park", "Home", "Field", "Wold", "Beck", "Thorn", "Elm", "Rook", "Low", "High", "Cross", "Bridge", "Wood", "Green"}
+	kinds    = []string{"Farm", "Farms", "Grain Ltd", "Agri", "Estates", "Farming Partners", "Arable", "Produce"}
+	surnames = []string{"Smith", "Jones", "Taylor", "Brown", "Wilson", "Evans", "Thomas", "Johnson", "Roberts", "Walker", "Wright", "Robinson", "Thompson", "White", "Hughes", "Edwards", "Green", "Hall", "Wood", "Harris", "Clarke", "Jackson", "Turner", "Hill", "Moore", "Cooper", "Ward", "Morris", "King", "Baker"}
+	firsts   = []string{"James", "Emma", "Oliver", "Sophie", "Harry", "Grace", "Jack", "Lucy", "George", "Ellie", "Tom", "Megan", "Sam", "Chloe", "Dan", "Hannah"}
+	trades   = []string{"Haulage", "Transport", "Logistics", "Freight", "Carriers"}
+)
+
+// organiserName is the name of organiser i; org-big is "Big Grain Group".
+func organiserName(id string) string {
+	if id == "org-big" {
+		return "Big Grain Group"
+	}
+	i, _ := strconv.Atoi(strings.TrimPrefix(id, "org-"))
+	return places[i%len(places)] + " " + kinds[(i/len(places))%len(kinds)]
+}
+
+// referencePrefix is how organiser i numbers its loads: initials and a number.
+func referencePrefix(id string) string {
+	var b strings.Builder
+	for _, w := range strings.Fields(organiserName(id)) {
+		b.WriteByte(w[0])
+	}
+	i, _ := strconv.Atoi(strings.TrimPrefix(id, "org-"))
+	return fmt.Sprintf("%s%d-", b.String(), i%97)
+}
+
+func carrierName(i int) string {
+	return surnames[i%len(surnames)] + " " + trades[(i/len(surnames))%len(trades)]
+}
+
+func driverName(i int) string {
+	return firsts[i%len(firsts)] + " " + surnames[(i/len(firsts))%len(surnames)]
+}
+
 var (
 	base      = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	daySpan   = 3 * 365
 	postcodes = []string{"CB", "PE", "NR", "IP", "LN", "YO", "HU", "DN", "SN", "OX", "EH", "AB", "DD", "BT", "SY"}
 )
 
+// letter is a random capital letter.
+func letter(r *mrand.Rand) byte { return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[r.IntN(26)] }
+
 func postcode(r *mrand.Rand) string {
-	return fmt.Sprintf("%s%d %d%c%c", postcodes[r.IntN(len(postcodes))], 1+r.IntN(30), r.IntN(10), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26)))
+	return fmt.Sprintf("%s%d %d%c%c", postcodes[r.IntN(len(postcodes))], 1+r.IntN(30), r.IntN(10), letter(r), letter(r))
 }
 
 // generate COPYs the loads in: 5% to org-big, the rest spread over the
@@ -193,11 +256,11 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	pr, pw := io.Pipe()
 	go func() {
 		w := csv.NewWriter(pw)
-		r := mrand.New(mrand.NewPCG(1, 2))
+		r := mrand.New(mrand.NewPCG(1, 2)) //nolint:gosec // deterministic test data, not secrets
 		now := time.Now().UTC()
 		for i := 0; i < b.o.loads; i++ {
 			orgID := b.organiser(r.IntN(b.o.organisers))
@@ -206,10 +269,10 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 			}
 			day := r.IntN(daySpan)
 			l := &loads.Load{
-				ID: uuid.Must(uuid.NewV7()).String(), Reference: fmt.Sprintf("PO-%07d", i),
-				Organiser: loads.Party{ID: orgID, Name: "Organiser " + orgID}, Commodity: loads.Commodity{ID: 1 + r.IntN(5), Unit: "tonne", Conversion: 1000},
+				ID: uuid.Must(uuid.NewV7()).String(), Reference: fmt.Sprintf("%s%07d", referencePrefix(orgID), i),
+				Organiser: loads.Party{ID: orgID, Name: organiserName(orgID)}, Commodity: loads.Commodity{ID: 1 + r.IntN(5), Unit: "tonne", Conversion: 1000},
 				DeliveryDate: base.AddDate(0, 0, day), PickupPostcode: postcode(r), DropoffPostcode: postcode(r),
-				TicketNumber: fmt.Sprintf("WB-%06d", r.IntN(1_000_000)), VehicleRegistration: fmt.Sprintf("AB%02d %c%c%c", r.IntN(100), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26)), 'A'+rune(r.IntN(26))),
+				TicketNumber: fmt.Sprintf("WB-%06d", r.IntN(1_000_000)), VehicleRegistration: fmt.Sprintf("AB%02d %c%c%c", r.IntN(100), letter(r), letter(r), letter(r)),
 				Status: loads.StatusUpcoming, CreatedBy: "bench", CreatedAt: now, UpdatedAt: now,
 			}
 			l.Commodity.Name = commodities[l.Commodity.ID]
@@ -217,8 +280,8 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 			w1 := float64(20 + r.IntN(10))
 			l.Weight = &w1
 			if r.IntN(100) < 70 {
-				c := b.carrier(r.IntN(b.o.carriers))
-				l.Carrier = &loads.Party{ID: c, Name: "Haulier " + c}
+				ci := r.IntN(b.o.carriers)
+				l.Carrier = &loads.Party{ID: b.carrier(ci), Name: carrierName(ci)}
 			}
 			switch s := r.IntN(100); {
 			case s < 60:
@@ -229,8 +292,8 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 				l.Status = loads.StatusInTransit
 			}
 			if l.Status != loads.StatusUpcoming && r.IntN(100) < 70 {
-				d := b.driver(r.IntN(b.o.drivers))
-				l.Driver = &loads.Party{ID: d, Name: "Driver " + d}
+				di := r.IntN(b.o.drivers)
+				l.Driver = &loads.Party{ID: b.driver(di), Name: driverName(di)}
 			}
 			_ = w.Write(copyRow(l))
 		}
@@ -307,15 +370,16 @@ func (b *bench) searches() {
 		{"big organiser, newest first, page 50", func(*mrand.Rand) (auth.Principal, string) { return big, "sortDesc=true&offset=1000" }},
 		{"big organiser, one month, completed", func(r *mrand.Rand) (auth.Principal, string) { return big, month(r) + "&f:status=completed" }},
 		{"big organiser, query (reference prefix)", func(r *mrand.Rand) (auth.Principal, string) {
-			return big, fmt.Sprintf("query=PO-0%03d", r.IntN(1000))
+			return big, fmt.Sprintf("query=BGG%d-0%03d", 0, r.IntN(1000))
 		}},
 		{"big organiser, query (ticket, rare)", func(r *mrand.Rand) (auth.Principal, string) {
 			return big, fmt.Sprintf("query=WB-%06d", r.IntN(1_000_000))
 		}},
 		{"big organiser, sort by reference", func(*mrand.Rand) (auth.Principal, string) { return big, "sortBy=reference" }},
+		{"big organiser, sort by status (no index)", func(*mrand.Rand) (auth.Principal, string) { return big, "sortBy=status" }},
 		{"carrier (~2.3k loads), first page", func(r *mrand.Rand) (auth.Principal, string) { return org(b.carrier(r.IntN(b.o.carriers))), "" }},
 		{"carrier, query (party name)", func(r *mrand.Rand) (auth.Principal, string) {
-			return org(b.carrier(r.IntN(b.o.carriers))), "query=organiser%20org-1" + strconv.Itoa(r.IntN(100))
+			return org(b.carrier(r.IntN(b.o.carriers))), "query=" + url.QueryEscape(places[r.IntN(len(places))]+" "+kinds[r.IntN(len(kinds))])
 		}},
 		{"driver (~70 loads)", func(r *mrand.Rand) (auth.Principal, string) {
 			d := b.driver(r.IntN(b.o.drivers))
@@ -324,7 +388,7 @@ func (b *bench) searches() {
 	}
 	fmt.Printf("search (GET /logistics/v1/loads through the engine), %d runs each\n", b.o.runs)
 	fmt.Printf("%-42s %9s %9s %9s %9s\n", "scenario", "p50", "p90", "p99", "max")
-	r := mrand.New(mrand.NewPCG(3, 4))
+	r := mrand.New(mrand.NewPCG(3, 4)) //nolint:gosec // deterministic test data, not secrets
 	for _, sc := range scenarios {
 		times := make([]time.Duration, 0, b.o.runs)
 		var totals int64
@@ -435,10 +499,10 @@ func (b *bench) batchUpload() error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
+	defer func() { _ = os.Remove(f.Name()) }()
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"organiserId", "organiserName", "commodityId", "reference", "deliveryDateISO", "weight", "weightNet", "ticketNumber", "vehicleRegistration", "pickupPostcode", "dropoffPostcode", "tags"})
-	r := mrand.New(mrand.NewPCG(5, 6))
+	r := mrand.New(mrand.NewPCG(5, 6)) //nolint:gosec // deterministic test data, not secrets
 	for i := 0; i < b.o.importRows; i++ {
 		_ = w.Write([]string{"", "", strconv.Itoa(1 + r.IntN(5)), fmt.Sprintf("IMP-%07d", i), base.AddDate(0, 0, r.IntN(daySpan)).Format(time.DateOnly),
 			strconv.Itoa(20 + r.IntN(10)), "", fmt.Sprintf("WB-%06d", i), "", postcode(r), postcode(r), "import;bench"})

@@ -36,7 +36,7 @@ func (h *Handler) upload(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // read to the end or abandoned: nothing to report
 	p := auth.FromContext(c)
 	def := Defaults{OrganiserID: strings.TrimSpace(fields["organisationId"]), OrganiserName: strings.TrimSpace(fields["organisationName"])}
 	switch {

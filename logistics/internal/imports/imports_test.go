@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	lt "github.com/agritrade/api/logistics/internal/logisticstest"
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
@@ -181,7 +182,7 @@ func TestBatchUploadRequests(t *testing.T) {
 		brokenRows.WriteString(",,1,\"unterminated,2026-09-01,,,,,,,\n,,1,X,2026-09-01,,,,,,,\n")
 		broken := brokenRows.Bytes()
 		s.Run(t, []testkit.Scenario{
-			{Name: "batch401", Req: upload(t, "", "loads.csv", ok), Status: 401, Code: "unauthorized"},
+			{Name: "batch401", Req: upload(t, "", "loads.csv", ok), Status: 401, Code: string(apierr.CodeUnauthorized)},
 			{Name: "batch400notMultipart", Req: testkit.Request{Method: http.MethodPost, Path: batchPath, Token: org, JSON: map[string]any{}}, Status: 400, Code: "bad_request"},
 			{Name: "batch400noFile", Req: upload(t, org, "", nil, "organisationId", "org-grain", "organisationName", "Grain Co"), Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) {

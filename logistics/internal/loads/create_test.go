@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	lt "github.com/agritrade/api/logistics/internal/logisticstest"
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
 )
@@ -46,7 +47,7 @@ func TestCreateAsOrganiser(t *testing.T) {
 		org := s.Token(lt.Organiser)
 		form := lt.LoadForm("PO-1")
 		s.Run(t, []testkit.Scenario{
-			{Name: "create401", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, JSON: form}, Status: 401, Code: "unauthorized"},
+			{Name: "create401", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, JSON: form}, Status: 401, Code: string(apierr.CodeUnauthorized)},
 			{Name: "create400empty", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: map[string]any{}}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) {
 					wantPaths(t, r, "organiserId", "organiserName", "commodityId", "reference", "deliveryDateISO", "weight", "weightNet", "files", "tags")
@@ -142,7 +143,7 @@ func TestCreateAsCarrier(t *testing.T) {
 		}
 		var own, forGrain lt.Load
 		s.Run(t, []testkit.Scenario{
-			{Name: "carrier401", Req: testkit.Request{Method: http.MethodPost, Path: path, JSON: form}, Status: 401, Code: "unauthorized"},
+			{Name: "carrier401", Req: testkit.Request{Method: http.MethodPost, Path: path, JSON: form}, Status: 401, Code: string(apierr.CodeUnauthorized)},
 			{Name: "carrier400empty", Req: testkit.Request{Method: http.MethodPost, Path: path, Token: carrier, JSON: map[string]any{}}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) {
 					wantPaths(t, r, "carrierId", "carrierName", "commodityId", "reference", "deliveryDateISO", "weight", "tags")

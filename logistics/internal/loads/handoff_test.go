@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	lt "github.com/agritrade/api/logistics/internal/logisticstest"
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
@@ -127,7 +128,7 @@ func TestHandOffValidation(t *testing.T) {
 		org := s.Token(lt.Organiser)
 		invisible := lt.Create(t, s, lt.Carrier, with(lt.LoadForm("HV-3"), "organiserId", "org-haul", "organiserName", "Haul Ltd"))[0]
 		s.Run(t, []testkit.Scenario{
-			{Name: "driver401", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-driver", JSON: []any{}}, Status: 401, Code: "unauthorized"},
+			{Name: "driver401", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-driver", JSON: []any{}}, Status: 401, Code: string(apierr.CodeUnauthorized)},
 			{Name: "driver400empty", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-driver", Token: org, JSON: []any{}}, Status: 400, Code: "validation_failed"},
 			{Name: "driver400items", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-driver", Token: org, JSON: []any{
 				map[string]any{"loadId": ls[0].ID, "driverId": "d1"}, map[string]any{"loadId": ""}, map[string]any{"loadId": ls[0].ID, "driverId": "d2"},
@@ -140,7 +141,7 @@ func TestHandOffValidation(t *testing.T) {
 			}}, Status: 404, Code: "not_found"},
 			{Name: "carrier400items", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-carrier", Token: org, JSON: []any{map[string]any{"loadId": ls[0].ID}}}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "[0].carrierId") }},
-			{Name: "carrier413tooMany", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-carrier", Token: org, JSON: manyItems(1001)}, Status: 400, Code: "validation_failed"},
+			{Name: "carrier400tooMany", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/send-to-carrier", Token: org, JSON: manyItems(1001)}, Status: 400, Code: "validation_failed"},
 			{Name: "pod400list", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath + "/proof-of-delivery", Token: org, JSON: []any{
 				map[string]any{"loadId": ls[0].ID, "weightNet": 1, "ticketNumber": "t", "vehicleRegistration": "v", "files": nil},
 				map[string]any{"loadId": ls[1].ID, "weightNet": -1, "vehicleRegistration": "v"},
@@ -199,7 +200,7 @@ func TestByIDs(t *testing.T) {
 			many += "," + lt.Ref("id", i)
 		}
 		s.Run(t, []testkit.Scenario{
-			{Name: "byIds401", Req: testkit.Request{Method: http.MethodGet, Path: path + ls[0].ID}, Status: 401, Code: "unauthorized"},
+			{Name: "byIds401", Req: testkit.Request{Method: http.MethodGet, Path: path + ls[0].ID}, Status: 401, Code: string(apierr.CodeUnauthorized)},
 			{Name: "byIds400missing", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath + "/by-ids", Token: s.Token(lt.Organiser)}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "ids") }},
 			{Name: "byIds400tooMany", Req: testkit.Request{Method: http.MethodGet, Path: path + many, Token: s.Token(lt.Organiser)}, Status: 400, Code: "validation_failed"},
@@ -219,7 +220,7 @@ func TestByIDs(t *testing.T) {
 				}},
 			{Name: "get404other", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath + "/" + theirs.ID, Token: s.Token(lt.Organiser)}, Status: 404, Code: "not_found"},
 			{Name: "get404unknown", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath + "/unknown", Token: s.Token(lt.Organiser)}, Status: 404, Code: "not_found"},
-			{Name: "get401", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath + "/" + ls[0].ID}, Status: 401, Code: "unauthorized"},
+			{Name: "get401", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath + "/" + ls[0].ID}, Status: 401, Code: string(apierr.CodeUnauthorized)},
 		})
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agritrade/api/logistics/internal/loads"
 	lt "github.com/agritrade/api/logistics/internal/logisticstest"
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
@@ -123,7 +124,7 @@ func testSearch(t *testing.T) {
 
 		org := s.Token(lt.Organiser)
 		s.Run(t, []testkit.Scenario{
-			{Name: "search401", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath}, Status: 401, Code: "unauthorized"},
+			{Name: "search401", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath}, Status: 401, Code: string(apierr.CodeUnauthorized)},
 			{Name: "search400limit", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath + "?limit=0&offset=-1", Token: org}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "limit", "offset") }},
 			{Name: "search400limitMax", Req: testkit.Request{Method: http.MethodGet, Path: loadsPath + "?limit=101", Token: org}, Status: 400, Code: "validation_failed"},
@@ -226,7 +227,7 @@ func TestCSV(t *testing.T) {
 			}
 		}
 		s.Run(t, []testkit.Scenario{
-			{Name: "completed401", Req: testkit.Request{Method: http.MethodGet, Path: completed}, Status: 401, Code: "unauthorized"},
+			{Name: "completed401", Req: testkit.Request{Method: http.MethodGet, Path: completed}, Status: 401, Code: string(apierr.CodeUnauthorized)},
 			{Name: "completed400", Req: testkit.Request{Method: http.MethodGet, Path: completed + "?startDateISO=soon&endDateISO=later", Token: org}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "startDateISO", "endDateISO") }},
 			{Name: "completed400range", Req: testkit.Request{Method: http.MethodGet, Path: completed + "?startDateISO=2026-02-01&endDateISO=2026-01-01", Token: org}, Status: 400, Code: "validation_failed"},

@@ -135,10 +135,14 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 	return loads, nil
 }
 
-// internal keeps typed errors and hides everything else behind a 500.
+// internal keeps typed errors, answers 503 for a database that cannot be
+// reached, and hides everything else behind a 500.
 func internal(err error) error {
 	if _, ok := apierr.As(err); ok {
 		return err
+	}
+	if db.IsUnavailable(err) {
+		return apierr.Unavailable(err, "the database")
 	}
 	return apierr.Internal(err)
 }
@@ -376,6 +380,7 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 	if err != nil {
 		return nil, internal(err)
 	}
+	s.log.WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
 	return out, nil
 }
 

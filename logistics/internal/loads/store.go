@@ -249,24 +249,24 @@ func (s *Store) ByIDs(ctx context.Context, db bun.IDB, v Viewer, ids []string, f
 	return toLoads(rows)
 }
 
-// ByKeys returns the loads with these (organiser, reference) keys, whoever sees them.
+// ByKeys returns the loads with these (organiser, reference) keys, whoever
+// sees them. The keys are joined as a VALUES list so that each is one probe of
+// the unique index, whatever the statistics say about the organiser (an import
+// adds its rows faster than statistics follow).
 func (s *Store) ByKeys(ctx context.Context, db bun.IDB, keys []Key) ([]*Load, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	byOrg := map[string][]string{}
+	args := make([]any, 0, 2*len(keys))
 	for _, k := range keys {
-		byOrg[k.OrganiserID] = append(byOrg[k.OrganiserID], k.Reference)
+		args = append(args, k.OrganiserID, k.Reference)
 	}
+	values := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(keys)), ", ")
 	var rows []loadRow
-	q := db.NewSelect().Model(&rows).Column(loadColumns...)
-	q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-		for org, refs := range byOrg {
-			q = q.WhereOr("organiser_id = ? AND reference IN (?)", org, bun.List(refs))
-		}
-		return q
-	})
-	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	err := db.NewSelect().Model(&rows).Column(loadColumns...).
+		Join("JOIN (VALUES "+values+") AS k ON ?TableAlias.organiser_id = k.column1 AND ?TableAlias.reference = k.column2", args...).
+		Scan(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
 	return toLoads(rows)
