@@ -74,7 +74,7 @@ func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
 		return []byte(configured), nil
 	}
 	path := filepath.Join(dataDir, SecretFile)
-	if b, err := os.ReadFile(path); err == nil { //nolint:gosec // path is the operator's data directory
+	if b, err := os.ReadFile(path); err == nil {
 		if secret := strings.TrimSpace(string(b)); secret != "" {
 			return []byte(secret), nil
 		}
@@ -89,7 +89,7 @@ func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
 		return nil, err
 	}
 	secret := base64.RawURLEncoding.EncodeToString(raw)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) //nolint:gosec // see above
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		// Another process created it first: use theirs.
 		return LoadOrCreateSecret("", dataDir)

@@ -84,7 +84,7 @@ func NewDispatcher(db *bun.DB, o Options) *Dispatcher {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Dispatcher{db: db, o: o, wake: make(chan struct{}, 1), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	return &Dispatcher{db: db, o: o, wake: make(chan struct{}, 1), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))} //nolint:gosec // retry jitter needs spread, not secrecy
 }
 
 // New builds the dispatcher of the binary from the notify.* configuration: the

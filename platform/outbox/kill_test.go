@@ -89,7 +89,7 @@ func runChild(mode string) error {
 		}
 		recs, err := outbox.List(ctx, p.DB, outbox.Filter{Type: typ, Limit: 1})
 		if err != nil || len(recs) != 1 {
-			return fmt.Errorf("committed event not found: %v", err)
+			return fmt.Errorf("committed event not found (%d records): %w", len(recs), err)
 		}
 		fmt.Printf("COMMITTED %s\n", recs[0].ID)
 	}

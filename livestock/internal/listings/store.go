@@ -234,7 +234,7 @@ func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
 // after a bulk load, so that searches pick the right index; on PostgreSQL it
 // also vacuums, which lets the searches' index-only scans skip the table.
 func (s *Store) RefreshStatistics(ctx context.Context) error {
-	cmd := "ANALYZE " //nolint:misspell // the SQL keyword; SQLite knows no other spelling
+	cmd := "ANALYZE "
 	if s.pg {
 		cmd = "VACUUM " + cmd
 	}

@@ -33,7 +33,7 @@ const BinEnv = "AGRITRADE_TEST_MINIO_BIN"
 // Credentials of the test server.
 const (
 	AccessKey = "agritrade-test"
-	SecretKey = "agritrade-test-secret" //nolint:gosec // the throw-away test server's own credentials
+	SecretKey = "agritrade-test-secret"
 )
 
 // Server is a running MinIO.
@@ -45,7 +45,7 @@ type Server struct {
 // Binary returns the MinIO binary's path, or "" when there is none.
 func Binary() string {
 	if p := os.Getenv(BinEnv); p != "" {
-		if _, err := os.Stat(p); err == nil { //nolint:gosec // the developer's own setting
+		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 		return ""
@@ -58,7 +58,7 @@ func Binary() string {
 	}
 	for _, dir := range filepath.SplitList(gopath) {
 		p := filepath.Join(dir, "bin", "minio")
-		if _, err := os.Stat(p); err == nil { //nolint:gosec // GOPATH is the developer's own setting
+		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
@@ -119,7 +119,7 @@ func start(bin string) (*Server, error) {
 		return nil, err
 	}
 	// The MinIO binary the developer pointed at, with arguments of our own.
-	cmd := exec.Command(bin, "server", "--quiet", "--address", addr, "--console-address", console, filepath.Join(dir, "data")) //nolint:gosec // see above
+	cmd := exec.Command(bin, "server", "--quiet", "--address", addr, "--console-address", console, filepath.Join(dir, "data"))
 	cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+AccessKey,
 		"MINIO_ROOT_PASSWORD="+SecretKey,
@@ -128,7 +128,7 @@ func start(bin string) (*Server, error) {
 	)
 	sharedDir = dir
 	dieWithParent(cmd)
-	logFile, err := os.Create(filepath.Join(dir, "minio.log")) //nolint:gosec // inside our own temporary directory
+	logFile, err := os.Create(filepath.Join(dir, "minio.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func start(bin string) (*Server, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "minio.log")) //nolint:gosec // inside our own temporary directory
+			log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
 			Stop()
 			return nil, fmt.Errorf("MinIO at %s not ready after 30s (log: %s): %w", addr, log, err)
 		}

@@ -128,7 +128,7 @@ func (s *Store) PlacesByNames(ctx context.Context, names []string, countryISO st
 		return nil, nil
 	}
 	var rows []placeRow
-	q := s.db.NewSelect().Model(&rows).Where("name_norm IN (?)", bun.In(names))
+	q := s.db.NewSelect().Model(&rows).Where("name_norm IN (?)", bun.List(names))
 	err := country(q, countryISO).OrderExpr("population DESC, name_norm, id").Limit(int64(limit)).Scan(ctx)
 	return rows, err
 }
@@ -149,7 +149,7 @@ func (s *Store) NamesIn(ctx context.Context, names []string, countryISO string) 
 		return nil, nil
 	}
 	var found []string
-	q := s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm").Where("name_norm IN (?)", bun.In(names))
+	q := s.db.NewSelect().Model((*placeRow)(nil)).Distinct().Column("name_norm").Where("name_norm IN (?)", bun.List(names))
 	err := country(q, countryISO).Scan(ctx, &found)
 	return found, err
 }

@@ -129,7 +129,7 @@ func (store) messages(ctx context.Context, idb bun.IDB, ids []string, last int) 
 		return out, nil
 	}
 	var rows []messageRow
-	q := idb.NewSelect().Model(&rows).Where("m.conversation_id IN (?)", bun.In(ids))
+	q := idb.NewSelect().Model(&rows).Where("m.conversation_id IN (?)", bun.List(ids))
 	if last > 0 {
 		// seq numbers are dense per conversation: the last N are those above count-N.
 		q = q.Join("JOIN system_conversations AS c ON c.id = m.conversation_id").Where("m.seq > c.message_count - ?", last)
@@ -150,7 +150,7 @@ func (store) participants(ctx context.Context, idb bun.IDB, ids []string) (map[s
 		return out, nil
 	}
 	var rows []participantRow
-	if err := idb.NewSelect().Model(&rows).Where("p.conversation_id IN (?)", bun.In(ids)).
+	if err := idb.NewSelect().Model(&rows).Where("p.conversation_id IN (?)", bun.List(ids)).
 		OrderExpr("p.conversation_id, p.joined_at, p.user_id").Scan(ctx); err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (store) unread(ctx context.Context, idb bun.IDB, ids []string, userID strin
 	err := idb.NewSelect().TableExpr("system_conversation_messages AS m").
 		ColumnExpr("m.conversation_id, COUNT(*) AS n").
 		Join("JOIN system_conversation_participants AS p ON p.conversation_id = m.conversation_id AND p.user_id = ?", userID).
-		Where("m.conversation_id IN (?) AND m.seq > p.last_read_seq AND m.sent_by_id <> ?", bun.In(ids), userID).
+		Where("m.conversation_id IN (?) AND m.seq > p.last_read_seq AND m.sent_by_id <> ?", bun.List(ids), userID).
 		GroupExpr("m.conversation_id").Scan(ctx, &rows)
 	if err != nil {
 		return nil, err
