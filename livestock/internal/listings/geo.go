@@ -1,18 +1,18 @@
 package listings
 
-import "math"
+import (
+	"math"
+
+	"github.com/agritrade/api/platform/geo"
+)
 
 // EarthRadiusKm is the mean Earth radius (IUGG) the great-circle distances use.
-const EarthRadiusKm = 6371.0088
+const EarthRadiusKm = geo.EarthRadiusKm
 
 // HaversineKm is the great-circle distance between two WGS 84 points, in km.
 // The SQL of the search computes the same formula (store.go: distanceSQL).
 func HaversineKm(lat1, lon1, lat2, lon2 float64) float64 {
-	rad := math.Pi / 180
-	dLat := (lat2 - lat1) * rad
-	dLon := (lon2 - lon1) * rad
-	a := math.Pow(math.Sin(dLat/2), 2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Pow(math.Sin(dLon/2), 2)
-	return 2 * EarthRadiusKm * math.Asin(math.Sqrt(math.Min(1, a)))
+	return geo.DistanceKm(geo.Coordinates{Lat: lat1, Lon: lon1}, geo.Coordinates{Lat: lat2, Lon: lon2})
 }
 
 // box is the latitude/longitude rectangle that holds every point within a

@@ -11,6 +11,7 @@ package listings
 
 import (
 	"encoding/json"
+	"github.com/agritrade/api/platform/geo"
 	"time"
 
 	"github.com/agritrade/api/livestock/internal/categories"
@@ -94,32 +95,17 @@ type Price struct {
 	MaxPrice     *Money `json:"maxPrice"`
 }
 
-// Address is the seed's postal address of a location.
-type Address struct {
-	Name        string `json:"name"`
-	Line1       string `json:"line1"`
-	Line2       string `json:"line2"`
-	Line3       string `json:"line3"`
-	City        string `json:"city"`
-	Region      string `json:"region"`
-	RegionISO   string `json:"regionISO"`
-	Postcode    string `json:"postcode"`
-	CountryName string `json:"countryName"`
-	CountryISO  string `json:"countryISO"`
-}
+// The seed's location resource, shared with the other modules through the platform.
+// A listing's location is where the animals or goods are.
 
-// Coordinates are WGS 84 degrees.
-type Coordinates struct {
-	Lat float64 `json:"lat"`
-	Lon float64 `json:"lon"`
-}
+// Address is the postal address of a location.
+type Address = geo.Address
 
-// Location is where the animals or goods are.
-type Location struct {
-	ThreeWordAddress string      `json:"threeWordAddress"`
-	Address          Address     `json:"address"`
-	Coordinates      Coordinates `json:"coordinates"`
-}
+// Coordinates is a WGS 84 point.
+type Coordinates = geo.Coordinates
+
+// Location is a three-word address, a postal address and a point.
+type Location = geo.Location
 
 // Properties are the kind-specific properties of a listing.
 type Properties interface {

@@ -9,6 +9,7 @@ package locations
 
 import (
 	"fmt"
+	"github.com/agritrade/api/platform/geo"
 	"math"
 	"regexp"
 	"strings"
@@ -32,33 +33,16 @@ const (
 	TypeLocality = "locality"
 )
 
-// Address is the postal address of a location; every field is a string, empty
-// when unknown.
-type Address struct {
-	Name        string `json:"name"`
-	Line1       string `json:"line1"`
-	Line2       string `json:"line2"`
-	Line3       string `json:"line3"`
-	City        string `json:"city"`
-	Region      string `json:"region"`
-	RegionISO   string `json:"regionISO"`
-	Postcode    string `json:"postcode"`
-	CountryName string `json:"countryName"`
-	CountryISO  string `json:"countryISO"`
-}
+// The seed's location resource, shared with the other modules through the platform.
+
+// Address is the postal address of a location.
+type Address = geo.Address
 
 // Coordinates is a WGS 84 point.
-type Coordinates struct {
-	Lat float64 `json:"lat"`
-	Lon float64 `json:"lon"`
-}
+type Coordinates = geo.Coordinates
 
-// Location is a resolved location.
-type Location struct {
-	ThreeWordAddress string      `json:"threeWordAddress"`
-	Address          Address     `json:"address"`
-	Coordinates      Coordinates `json:"coordinates"`
-}
+// Location is a three-word address, a postal address and a point.
+type Location = geo.Location
 
 // SearchResult is one answer of an address search.
 type SearchResult struct {
@@ -81,17 +65,8 @@ func NewCoordinates(lat, lon float64, f *apierr.Fields) Coordinates {
 	return Coordinates{Lat: lat, Lon: lon}
 }
 
-// earthRadiusKm is the mean Earth radius used for great-circle distances.
-const earthRadiusKm = 6371.0088
-
 // DistanceKm is the great-circle (haversine) distance between two points.
-func DistanceKm(a, b Coordinates) float64 {
-	const rad = math.Pi / 180
-	dLat := (b.Lat - a.Lat) * rad
-	dLon := (b.Lon - a.Lon) * rad
-	h := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(a.Lat*rad)*math.Cos(b.Lat*rad)*math.Sin(dLon/2)*math.Sin(dLon/2)
-	return 2 * earthRadiusKm * math.Asin(math.Min(1, math.Sqrt(h)))
-}
+func DistanceKm(a, b Coordinates) float64 { return geo.DistanceKm(a, b) }
 
 // Box is a latitude/longitude rectangle that contains every point within a
 // distance of its centre: the cheap prefilter of nearest-place queries.
@@ -102,7 +77,7 @@ type Box struct {
 // BoxAround returns the rectangle around c that holds the circle of radius km.
 // Near the poles the longitude span becomes the whole circle.
 func BoxAround(c Coordinates, km float64) Box {
-	dLat := km / earthRadiusKm * 180 / math.Pi
+	dLat := km / geo.EarthRadiusKm * 180 / math.Pi
 	b := Box{MinLat: math.Max(-90, c.Lat-dLat), MaxLat: math.Min(90, c.Lat+dLat), MinLon: -180, MaxLon: 180}
 	cos := math.Cos(c.Lat * math.Pi / 180)
 	if cos > 1e-6 {
