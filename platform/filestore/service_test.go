@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"io/fs"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,28 +50,10 @@ func localBackend() backend {
 			}
 			return l
 		},
-		items: func(t *testing.T, b filestore.Blobs) []string { return localFiles(t, b.(*filestore.Local).Root()) },
+		items: func(t *testing.T, b filestore.Blobs) []string {
+			return testkit.FilesUnder(t, b.(*filestore.Local).Root())
+		},
 	}
-}
-
-// localFiles lists every regular file under root, temporary ones included.
-func localFiles(t *testing.T, root string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // forEach runs fn per dialect and backend with a fresh service.

@@ -331,6 +331,19 @@ func inOrder(loads []*Load, ids []string) []*Load {
 
 // checkLoadIDs records a duplicate load id as a field error: one request
 // moves each load once.
+// validateList validates each of n list items (item validates the i-th into f
+// and returns its load id) and checks no load is named twice; all failures
+// come back in one error.
+func validateList(n int, item func(i int, f *apierr.Fields) string) ([]string, error) {
+	var f apierr.Fields
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = item(i, f.Index(i))
+	}
+	checkLoadIDs(&f, ids)
+	return ids, f.Err()
+}
+
 func checkLoadIDs(f *apierr.Fields, ids []string) {
 	for i, id := range ids {
 		if id != "" && slices.Index(ids[:i], id) >= 0 {
@@ -387,14 +400,11 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 // SendToDriver assigns each load to its driver, puts it in transit and
 // notifies the driver, all or nothing.
 func (s *Service) SendToDriver(ctx context.Context, p *auth.Principal, items []DriverAssignment) (int, error) {
-	var f apierr.Fields
-	ids := make([]string, len(items))
-	for i := range items {
-		items[i].Validate(f.Index(i))
-		ids[i] = items[i].LoadID
-	}
-	checkLoadIDs(&f, ids)
-	if err := f.Err(); err != nil {
+	ids, err := validateList(len(items), func(i int, f *apierr.Fields) string {
+		items[i].Validate(f)
+		return items[i].LoadID
+	})
+	if err != nil {
 		return 0, err
 	}
 	now := s.now()
@@ -416,14 +426,11 @@ func (s *Service) SendToDriver(ctx context.Context, p *auth.Principal, items []D
 // SendToCarrier sets the carrier of each load and notifies the carrier (its
 // organisation id is the recipient), all or nothing.
 func (s *Service) SendToCarrier(ctx context.Context, p *auth.Principal, items []CarrierAssignment) (int, error) {
-	var f apierr.Fields
-	ids := make([]string, len(items))
-	for i := range items {
-		items[i].Validate(f.Index(i))
-		ids[i] = items[i].LoadID
-	}
-	checkLoadIDs(&f, ids)
-	if err := f.Err(); err != nil {
+	ids, err := validateList(len(items), func(i int, f *apierr.Fields) string {
+		items[i].Validate(f)
+		return items[i].LoadID
+	})
+	if err != nil {
 		return 0, err
 	}
 	now := s.now()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/filestore/s3test"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/testkit"
@@ -65,7 +65,7 @@ type backendCase struct {
 var backends = []backendCase{
 	{name: "local", setup: func(t *testing.T) (func(*config.Config), func(*testing.T, *config.Config) []string) {
 		return func(*config.Config) {}, func(t *testing.T, c *config.Config) []string {
-			return localFiles(t, filepath.Join(c.DataDir, "files"))
+			return testkit.FilesUnder(t, filepath.Join(c.DataDir, "files"))
 		}
 	}},
 	{name: "s3", setup: func(t *testing.T) (func(*config.Config), func(*testing.T, *config.Config) []string) {
@@ -96,25 +96,6 @@ func forEach(t *testing.T, configure func(c *config.Config), fn func(t *testing.
 			})
 		})
 	}
-}
-
-func localFiles(t *testing.T, root string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // part is one multipart part: a field, or the file when file is true.
@@ -169,22 +150,8 @@ type fileRecord struct {
 	Info           fileInfo `json:"info"`
 }
 
-type fileInfo struct {
-	Bucket         string   `json:"bucket"`
-	Type           string   `json:"type"`
-	OrganisationID string   `json:"organisationId"`
-	Name           string   `json:"name"`
-	Path           string   `json:"path"`
-	Hash           string   `json:"hash"`
-	ContentType    string   `json:"contentType"`
-	Size           int64    `json:"size"`
-	URL            string   `json:"url"`
-	URLStream      string   `json:"urlStream"`
-	UserID         string   `json:"userId"`
-	UserName       string   `json:"userName"`
-	Organisations  []string `json:"organisations"`
-	CreatedAtUTC   string   `json:"createdAtUTC"`
-}
+// fileInfo is the file information the API answers.
+type fileInfo = filestore.Info
 
 func (e *env) upload(t *testing.T, p auth.Principal, parts ...part) *testkit.Response {
 	t.Helper()
