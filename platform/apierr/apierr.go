@@ -3,7 +3,8 @@
 //
 // Services return *Error values (or wrap them); handlers never write error JSON
 // themselves. Anything that is not an *Error becomes a generic 500 whose details
-// stay in the log.
+// stay in the log, unless a dependency's Classifier says it means that
+// dependency is down: then it is 503 unavailable with Retry-After.
 package apierr
 
 import (
@@ -126,7 +127,7 @@ func Internal(cause error) *Error {
 
 // Unavailable answers 503 with a Retry-After hint.
 func Unavailable(cause error, what string) *Error {
-	return &Error{Code: CodeUnavailable, Message: what + " is unavailable", Cause: cause, RetryAfter: 5}
+	return &Error{Code: CodeUnavailable, Message: what + " is unavailable", Cause: cause, RetryAfter: RetryAfterUnavailable}
 }
 
 // Invalid answers 400 validation_failed listing every failing field.

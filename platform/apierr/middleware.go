@@ -31,6 +31,10 @@ type RenderOptions struct {
 	Debug bool
 	// Logger returns the logger of the request (with its request id).
 	Logger func(c *gin.Context) logrus.FieldLogger
+	// Unavailable are the dependencies' classifiers: an error that is not an
+	// *Error (or is an internal one) and that one of them recognises is
+	// answered 503 unavailable with Retry-After instead of 500.
+	Unavailable []Classifier
 }
 
 // Middleware renders the last error a handler attached with c.Error, and turns
@@ -66,14 +70,15 @@ func Render(c *gin.Context, err error) {
 }
 
 func write(c *gin.Context, opts RenderOptions, err error, stack string) {
-	e, ok := As(err)
-	if !ok {
-		e = Internal(err)
-	}
+	e := Classify(err, opts.Unavailable)
 	log := opts.Logger(c).WithField("code", e.Code).WithField("status", e.Status())
-	if e.Status() >= http.StatusInternalServerError {
+	switch {
+	case e.Code == CodeUnavailable:
+		// Expected while a dependency is down; its own alerts say so.
+		log.WithError(err).Warn(e.Message)
+	case e.Status() >= http.StatusInternalServerError:
 		log.WithError(err).Error(e.Message)
-	} else {
+	default:
 		log.WithError(err).Debug(e.Message)
 	}
 	if c.Writer.Written() {

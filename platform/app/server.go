@@ -14,6 +14,9 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/cache"
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/module"
 	"github.com/gin-gonic/gin"
@@ -54,11 +57,15 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 		Version:      PlatformName + "/" + Version,
 		Metrics:      p.Metrics,
 		CORSOrigins:  p.Config.HTTP.CORSOrigins,
+		Unavailable:  Classifiers(),
 	})
 	s.Engine.Use(p.Auth.Middleware())
 	s.checkers = append(s.checkers, Checker{Name: "database", Check: func(ctx context.Context) error { return p.DB.PingContext(ctx) }})
 	if p.Files != nil {
 		s.checkers = append(s.checkers, Checker{Name: "files", Check: p.Files.Ping})
+	}
+	if p.Redis != nil {
+		s.checkers = append(s.checkers, Checker{Name: "redis", Check: func(ctx context.Context) error { return p.Redis.Ping(ctx).Err() }})
 	}
 	if err := s.mountDocs(); err != nil {
 		return nil, err
@@ -101,13 +108,40 @@ func (s *Server) mountPlatform() {
 	e.GET("/openapi.json", httpx.H(func(c *gin.Context) error { return s.docs.serve(c, "") }))
 }
 
+// Classifiers are the dependencies' tests of "down, retry later" that the
+// error middleware applies to every error a handler returns (503 instead of
+// 500): Redis and the object store first, as their tests know their own
+// error types, then the database, which also claims bare transport failures
+// (those that reach a handler unwrapped come from database queries).
+func Classifiers() []apierr.Classifier {
+	return []apierr.Classifier{
+		{Dependency: "the cache", Is: cache.IsUnavailable},
+		{Dependency: "the file store", Is: filestore.IsUnavailable},
+		{Dependency: "the database", Is: db.IsUnavailable},
+	}
+}
+
+// readyCheckTimeout bounds each readiness check: the probe answers within it
+// even when a dependency hangs instead of refusing.
+const readyCheckTimeout = 2 * time.Second
+
 func (s *Server) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
-	defer cancel()
+	results := make([]error, len(s.checkers))
+	var wg sync.WaitGroup
+	for i, ch := range s.checkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(c.Request.Context(), readyCheckTimeout)
+			defer cancel()
+			results[i] = ch.Check(ctx)
+		}()
+	}
+	wg.Wait()
 	status := gin.H{}
 	var failed []string
-	for _, ch := range s.checkers {
-		if err := ch.Check(ctx); err != nil {
+	for i, ch := range s.checkers {
+		if err := results[i]; err != nil {
 			httpx.Logger(c).WithError(err).WithField("dependency", ch.Name).Warn("readiness check failed")
 			status[ch.Name] = "down"
 			failed = append(failed, ch.Name)
@@ -152,19 +186,13 @@ func docsSecurity(c *gin.Context) {
 	c.Next()
 }
 
-// Start migrates nothing: it loads stored settings, seeds every module and
-// starts background work (bus, settings resync, outbox dispatcher, module runners). Background
-// errors are logged; cancel ctx to stop them, then Wait.
+// Start writes nothing (Platform.MigrateUp migrated and seeded, under the
+// migration lock): it loads stored settings and starts background work (bus,
+// settings resync, outbox dispatcher, module runners). Background errors are
+// logged; cancel ctx to stop them, then Wait.
 func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := s.P.Settings.Load(ctx); err != nil {
 		return err
-	}
-	for _, m := range s.Modules {
-		if sd, ok := m.(module.Seeder); ok {
-			if err := sd.Seed(ctx); err != nil {
-				return fmt.Errorf("seed %s: %w", m.Name(), err)
-			}
-		}
 	}
 	s.goRun(ctx, wg, "bus", s.P.Bus.Run)
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })

@@ -45,6 +45,9 @@ type HTTP struct {
 type DB struct {
 	DSN          string `mapstructure:"dsn"`
 	MaxOpenConns int    `mapstructure:"max_open_conns"`
+	// MigrationLockWait bounds how long a start waits while another process
+	// migrates (the lock dies with its holder, so waiting is always safe).
+	MigrationLockWait time.Duration `mapstructure:"migration_lock_wait"`
 }
 
 // Auth selects HS256 with a shared secret or OIDC through a JWKS URL.
@@ -278,6 +281,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("data_dir", "./data")
 	v.SetDefault("db.dsn", "")
 	v.SetDefault("db.max_open_conns", 20)
+	v.SetDefault("db.migration_lock_wait", 5*time.Minute)
 	v.SetDefault("auth.secret", "")
 	v.SetDefault("auth.jwks_url", "")
 	v.SetDefault("auth.issuer", "")

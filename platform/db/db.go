@@ -65,7 +65,8 @@ func Open(ctx context.Context, dsn string, o Options) (*bun.DB, error) {
 }
 
 func openPostgres(dsn string, o Options) *bun.DB {
-	connector := pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithTimeout(10*time.Second))
+	connector := pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithTimeout(10*time.Second),
+		pgdriver.WithResetSessionFunc(checkAlive))
 	sqldb := sql.OpenDB(connector)
 	sqldb.SetMaxOpenConns(o.MaxOpenConns)
 	sqldb.SetMaxIdleConns(o.MaxOpenConns)
@@ -86,7 +87,9 @@ func openSQLite(dsn string) (*bun.DB, error) {
 		}
 	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(ON)", "synchronous(NORMAL)"} {
+	// busy_timeout comes first: switching a new file to WAL needs a lock that
+	// another process opening it at the same moment may hold.
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(ON)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -105,30 +108,4 @@ func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 // InTx runs fn in a transaction, rolling back when it returns an error.
 func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return db.RunInTx(ctx, nil, fn)
-}
-
-// IsUniqueViolation tells whether err is a unique-constraint violation on either dialect.
-func IsUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	var pgErr pgdriver.Error
-	if errors.As(err, &pgErr) {
-		return pgErr.Field('C') == "23505"
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "constraint failed: UNIQUE")
-}
-
-// IsUnavailable tells whether err means the database cannot be reached.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var netErr interface{ Timeout() bool }
-	if errors.As(err, &netErr) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "database is closed") || errors.Is(err, sql.ErrConnDone)
 }

@@ -68,8 +68,14 @@ func NewS3(ctx context.Context, o S3Options) (*S3, error) {
 		return nil, fmt.Errorf("files.s3: check bucket %s: %w", o.Bucket, err)
 	}
 	if !exists {
+		// Replicas starting together race to create it: losing is fine.
 		if err := client.MakeBucket(ctx, o.Bucket, minio.MakeBucketOptions{Region: o.Region}); err != nil {
-			return nil, fmt.Errorf("files.s3: create bucket %s: %w", o.Bucket, err)
+			if code := minio.ToErrorResponse(err).Code; code != "BucketAlreadyOwnedByYou" && code != "BucketAlreadyExists" {
+				return nil, fmt.Errorf("files.s3: create bucket %s: %w", o.Bucket, err)
+			}
+			if exists, xerr := client.BucketExists(ctx, o.Bucket); xerr != nil || !exists {
+				return nil, fmt.Errorf("files.s3: create bucket %s: %w", o.Bucket, err)
+			}
 		}
 	}
 	return s, nil

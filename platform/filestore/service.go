@@ -18,7 +18,6 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
-	"github.com/agritrade/api/platform/db"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
@@ -182,7 +181,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		if derr := s.blobs.Delete(context.WithoutCancel(ctx), rec.Path); derr != nil {
 			s.opts.Log.WithError(derr).WithField("key", rec.Path).Error("could not remove the bytes of an unrecorded upload")
 		}
-		return nil, dbError(err)
+		return nil, err
 	}
 	s.sign(rec)
 	for _, h := range s.hooks {
@@ -235,17 +234,15 @@ func (s *Service) bodyError(err error) error {
 	return apierr.Wrap(err, apierr.CodeBadRequest, "the upload was interrupted or could not be read")
 }
 
-// storeError answers 503 for a blob store that does not answer.
+// storeError answers 503 for a blob store that is down (IsUnavailable) and
+// 500 for any other failure of it. Database errors are returned as they are:
+// the error middleware classifies them (db.IsUnavailable).
 func (s *Service) storeError(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return apierr.Wrap(err, apierr.CodeBadRequest, "the upload was cancelled")
 	}
-	return apierr.Unavailable(err, "the file store")
-}
-
-func dbError(err error) error {
-	if db.IsUnavailable(err) {
-		return apierr.Unavailable(err, "the database")
+	if IsUnavailable(err) {
+		return apierr.Unavailable(err, "the file store")
 	}
 	return apierr.Internal(err)
 }
@@ -254,7 +251,7 @@ func dbError(err error) error {
 func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Record, error) {
 	rec, err := s.store.get(ctx, id)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	if rec == nil || rec.Status != StatusActive || !rec.ReadableBy(p) {
 		return nil, apierr.NotFound("file")
@@ -271,7 +268,7 @@ func (s *Service) GetSigned(ctx context.Context, id, token string) (*Record, err
 	}
 	rec, err := s.store.get(ctx, id)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	if rec == nil || rec.Status != StatusActive {
 		return nil, apierr.NotFound("file")
@@ -285,14 +282,14 @@ func (s *Service) GetSigned(ctx context.Context, id, token string) (*Record, err
 func (s *Service) Archive(ctx context.Context, p *auth.Principal, id string) error {
 	rec, err := s.store.get(ctx, id)
 	if err != nil {
-		return dbError(err)
+		return err
 	}
 	if rec == nil || rec.Status != StatusActive || !rec.ArchivableBy(p) {
 		return apierr.NotFound("file")
 	}
 	ok, err := s.store.archive(ctx, id, p.UserID, s.opts.Now())
 	if err != nil {
-		return dbError(err)
+		return err
 	}
 	if !ok {
 		return apierr.NotFound("file") // archived meanwhile by another request

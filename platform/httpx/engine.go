@@ -39,6 +39,9 @@ type Options struct {
 	Version      string          // X-API-Version of platform routes, e.g. "platform/1.0.0"
 	Metrics      *Metrics
 	CORSOrigins  []string
+	// Unavailable classifies the dependencies' failures for the error
+	// middleware (503 instead of 500; see apierr.Classifier).
+	Unavailable []apierr.Classifier
 }
 
 // NewEngine returns a gin engine with the shared middleware in place.
@@ -53,7 +56,7 @@ func NewEngine(o Options) *gin.Engine {
 	e.Use(requestID(o.Log, o.Version))
 	e.Use(cors(o.CORSOrigins))
 	e.Use(accessLog(o.Metrics))
-	e.Use(apierr.Middleware(apierr.RenderOptions{Debug: o.Debug, Logger: func(c *gin.Context) logrus.FieldLogger { return Logger(c) }}))
+	e.Use(apierr.Middleware(apierr.RenderOptions{Debug: o.Debug, Logger: func(c *gin.Context) logrus.FieldLogger { return Logger(c) }, Unavailable: o.Unavailable}))
 	e.Use(limitJSONBody(o.MaxBodyBytes))
 	e.NoRoute(func(c *gin.Context) {
 		apierr.Render(c, apierr.New(apierr.CodeNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))

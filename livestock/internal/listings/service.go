@@ -43,20 +43,6 @@ func NewService(store *Store, files FileResolver, cats CategoryChecker, log *log
 
 func viewer(p *auth.Principal) Viewer { return Viewer{UserID: p.UserID, Orgs: p.Organisations()} }
 
-// storeErr turns a database failure into 503 when the database is down, else 500.
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := apierr.As(err); ok {
-		return err
-	}
-	if db.IsUnavailable(err) {
-		return apierr.Unavailable(err, "the database")
-	}
-	return apierr.Internal(err)
-}
-
 // Create validates a create body of a kind and stores the listing for the
 // caller's current organisation; it answers the new id. Nothing is written
 // unless every field passes.
@@ -69,7 +55,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 		return "", err
 	}
 	if d.Files, err = s.checkReferences(ctx, p, kind, f, d.CategoryIDs, d.Files, d.filesValid); err != nil {
-		return "", storeErr(err)
+		return "", err
 	}
 	if err := f.Err(); err != nil {
 		return "", err
@@ -85,7 +71,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	}
 	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error { return s.store.Insert(ctx, tx, l) })
 	if err != nil {
-		return "", storeErr(err)
+		return "", err
 	}
 	s.log.WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")
 	return l.ID, nil
@@ -118,7 +104,7 @@ func (s *Service) checkReferences(ctx context.Context, p *auth.Principal, kind c
 func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Listing, error) {
 	l, err := s.store.Get(ctx, s.store.DB(), id, p.UserID, false)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	if l == nil || !l.VisibleTo(p) {
 		return nil, apierr.NotFound("listing")
@@ -132,7 +118,7 @@ func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Listi
 func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw []byte) (*Listing, error) {
 	cur, err := s.store.Get(ctx, s.store.DB(), id, p.UserID, false)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	if cur == nil || !p.MemberOf(cur.OrganisationID) {
 		return nil, apierr.NotFound("listing")
@@ -143,12 +129,12 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 	}
 	if patch.SetFiles {
 		if patch.Files, err = s.checkReferences(ctx, p, cur.Kind, f, nil, patch.Files, true); err != nil {
-			return nil, storeErr(err)
+			return nil, err
 		}
 	}
 	if patch.SetCategories {
 		if _, err = s.checkReferences(ctx, p, cur.Kind, f, patch.CategoryIDs, nil, false); err != nil {
-			return nil, storeErr(err)
+			return nil, err
 		}
 	}
 	if err := f.Err(); err != nil {
@@ -171,7 +157,7 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 		return s.store.Update(ctx, tx, l)
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	s.log.WithField("listing", id).WithField("status", out.Status).Info("listing updated")
 	return out, nil
@@ -242,7 +228,7 @@ func (s *Service) Close(ctx context.Context, p *auth.Principal, id string, raw [
 		return nil
 	})
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
 	s.log.WithField("listing", id).WithField("status", status).Info("listing closed")
 	return nil
@@ -291,7 +277,7 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, id string, raw 
 		return nil
 	})
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
 	entry := s.log.WithField("listing", id).WithField("reason", reason)
 	entry.Info("listing reported")
@@ -307,7 +293,7 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, id string, raw 
 func (s *Service) Wishlist(ctx context.Context, p *auth.Principal, id string, on bool) error {
 	l, err := s.store.Get(ctx, s.store.DB(), id, p.UserID, false)
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
 	if l == nil || (!l.VisibleTo(p) && (!l.IsWishlisted || on)) {
 		return apierr.NotFound("listing")
@@ -317,20 +303,20 @@ func (s *Service) Wishlist(ctx context.Context, p *auth.Principal, id string, on
 	} else {
 		err = s.store.RemoveWish(ctx, p.UserID, id)
 	}
-	return storeErr(err)
+	return err
 }
 
 // Search answers a page of the listings p may see that match, and the total.
 func (s *Service) Search(ctx context.Context, p *auth.Principal, sr Search) ([]*Listing, int, error) {
 	total, err := s.store.Count(ctx, viewer(p), sr.Filter)
 	if err != nil {
-		return nil, 0, storeErr(err)
+		return nil, 0, err
 	}
 	if total == 0 || sr.Page.Offset >= total {
 		return []*Listing{}, total, nil
 	}
 	list, err := s.store.Search(ctx, viewer(p), sr)
-	return list, total, storeErr(err)
+	return list, total, err
 }
 
 // Facets is the answer of a search with docs=false.
@@ -344,24 +330,24 @@ type Facets struct {
 func (s *Service) Facets(ctx context.Context, p *auth.Principal, f Filter) (*Facets, error) {
 	total, err := s.store.Count(ctx, viewer(p), f)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	counts, err := s.store.Facets(ctx, viewer(p), f)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	return &Facets{TotalDocs: total, Filters: counts}, nil
 }
 
 // Stream calls fn with every listing of a search (CSV export).
 func (s *Service) Stream(ctx context.Context, p *auth.Principal, sr Search, fn func(*Listing) error) error {
-	return storeErr(s.store.Stream(ctx, viewer(p), sr, fn))
+	return s.store.Stream(ctx, viewer(p), sr, fn)
 }
 
 // Reports answers a page of reports for moderation, and the total.
 func (s *Service) Reports(ctx context.Context, f ReportFilter, limit, offset int, desc bool) ([]*Report, int, error) {
 	list, total, err := s.store.Reports(ctx, f, limit, offset, desc)
-	return list, total, storeErr(err)
+	return list, total, err
 }
 
 // Review closes the open reports of a listing with an admin's decision: clear
@@ -403,7 +389,7 @@ func (s *Service) Review(ctx context.Context, admin *auth.Principal, id string, 
 		return s.store.Update(ctx, tx, l)
 	})
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
 	s.log.WithField("listing", id).WithField("decision", decision).WithField("admin", admin.UserID).Info("listing reports reviewed")
 	return nil

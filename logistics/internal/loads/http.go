@@ -160,7 +160,7 @@ func (h *Handler) streamCSV(c *gin.Context, filename string, each func(fn func(*
 		if w != nil {
 			httpx.Logger(c).WithError(err).Warn("CSV stream stopped")
 		}
-		return internal(err)
+		return err
 	}
 	if err := start(); err != nil {
 		return err

@@ -130,21 +130,9 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 		return nil, apierr.Wrap(err, apierr.CodeConflict, "a load with one of these references already exists for its organiser")
 	}
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
 	}
 	return loads, nil
-}
-
-// internal keeps typed errors, answers 503 for a database that cannot be
-// reached, and hides everything else behind a 500.
-func internal(err error) error {
-	if _, ok := apierr.As(err); ok {
-		return err
-	}
-	if db.IsUnavailable(err) {
-		return apierr.Unavailable(err, "the database")
-	}
-	return apierr.Internal(err)
 }
 
 // lookupCommodities finds the commodity of every draft whose id passed
@@ -211,7 +199,7 @@ func (s *Service) resolveFiles(ctx context.Context, p *auth.Principal, filesOf f
 		end := min(start+filestore.MaxResolveRefs, len(unique))
 		refs, errs, err := s.files.Resolve(ctx, p, unique[start:end])
 		if err != nil {
-			return nil, internal(err)
+			return nil, err
 		}
 		for _, fe := range errs {
 			k, rest, ok := splitIndex(fe.Path)
@@ -260,7 +248,7 @@ func splitIndex(path string) (int, string, bool) {
 func (s *Service) Search(ctx context.Context, p *auth.Principal, f Filter) ([]*Load, int, error) {
 	loads, total, err := s.store.Search(ctx, ViewerOf(p), f)
 	if err != nil {
-		return nil, 0, internal(err)
+		return nil, 0, err
 	}
 	return loads, total, nil
 }
@@ -280,7 +268,7 @@ func (s *Service) Completed(ctx context.Context, p *auth.Principal, from, to *ti
 func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Load, error) {
 	found, err := s.store.ByIDs(ctx, s.store.DB(), ViewerOf(p), []string{id}, false)
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
 	}
 	if len(found) == 0 {
 		return nil, apierr.NotFound("load")
@@ -299,7 +287,7 @@ func (s *Service) ByIDs(ctx context.Context, p *auth.Principal, ids []string) ([
 	}
 	found, err := s.store.ByIDs(ctx, s.store.DB(), ViewerOf(p), ids, false)
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
 	}
 	return inOrder(found, ids), nil
 }
@@ -391,7 +379,7 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 		return nil
 	})
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
 	}
 	s.log.WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
 	return out, nil
@@ -574,7 +562,7 @@ func (s *Service) Import(ctx context.Context, p *auth.Principal, fn func(ctx con
 		return fn(ctx, &Importer{s: s, tx: tx, p: p, memo: map[int]*Commodity{}, now: s.now()})
 	})
 	if err != nil {
-		return internal(err)
+		return err
 	}
 	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/cache"
-	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/tabular"
 	"github.com/sirupsen/logrus"
@@ -228,7 +227,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 	}
 	cat, err := s.store.LoadCatalogue(ctx)
 	if err != nil {
-		return Representation{}, storeError(err)
+		return Representation{}, err
 	}
 	v, count, berr := build(cat)
 	var cr cachedRep
@@ -258,13 +257,6 @@ func (s *Service) invalidate(ctx context.Context) {
 	if _, err := s.cache.DeletePrefix(ctx, CachePrefix); err != nil {
 		s.log.WithError(err).Warn("could not clear cached reference data")
 	}
-}
-
-func storeError(err error) error {
-	if db.IsUnavailable(err) {
-		return apierr.Unavailable(err, "the database")
-	}
-	return apierr.Internal(err)
 }
 
 func countryState(c *Catalogue, iso string) (found, enabled bool) {
@@ -344,7 +336,7 @@ func (s *Service) Specification(ctx context.Context, id, typ, grade string) (*Sp
 	}
 	item, err := s.store.ItemTree(ctx, itemID)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	if item == nil || len(item.Types) == 0 {
 		return nil, apierr.New(apierr.CodeNotFound, "commodity %d not found", itemID)
@@ -386,7 +378,7 @@ func (s *Service) Specification(ctx context.Context, id, typ, grade string) (*Sp
 	}
 	measures, err := s.store.Measures(ctx, g.ID)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	return &Specification{
 		Commodity: SpecCommodity{ID: item.ID, Name: item.Name, Type: IDName{ID: t.ID, Name: t.Name}, Grade: IDName{ID: g.ID, Name: g.Name}},
@@ -461,7 +453,7 @@ func (s *Service) ImportVarieties(ctx context.Context, p *auth.Principal, r tabu
 	}
 	grades, items, err := s.store.GradeIndex(ctx, ids)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	lists := map[int][]string{}
 	seen := map[int]map[string]int{} // grade → lower-case variety → first line
@@ -495,7 +487,7 @@ func (s *Service) ImportVarieties(ctx context.Context, p *auth.Principal, r tabu
 		by = p.UserID
 	}
 	if err := s.store.ReplaceVarieties(ctx, lists, by, s.now()); err != nil {
-		return nil, storeError(err)
+		return nil, err
 	}
 	if len(lists) > 0 {
 		s.invalidate(ctx)
