@@ -3,6 +3,7 @@ package apierr_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,5 +105,46 @@ func TestRetryAfterHeader(t *testing.T) {
 	}, "")
 	if rec.Code != 429 || rec.Header().Get("Retry-After") != "7" || b.Code != apierr.CodeRateLimited {
 		t.Fatalf("got %d %v %+v", rec.Code, rec.Header(), b)
+	}
+}
+
+// errDown stands for a dependency's "down" error; the real classifiers are
+// tested in their packages on the real drivers' errors.
+var errDown = errors.New("dial tcp 10.0.0.1:5432: connect: connection refused")
+
+func TestMiddlewareAnswers503ForADependencyThatIsDown(t *testing.T) {
+	classifiers := []apierr.Classifier{{Dependency: "the database", Is: func(err error) bool { return errors.Is(err, errDown) }}}
+	run := func(err error) (*httptest.ResponseRecorder, apierr.Body) {
+		t.Helper()
+		gin.SetMode(gin.ReleaseMode)
+		e := gin.New()
+		e.Use(apierr.Middleware(apierr.RenderOptions{Unavailable: classifiers}))
+		e.GET("/", func(c *gin.Context) { apierr.Render(c, err) })
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		var b apierr.Body
+		if jerr := json.Unmarshal(rec.Body.Bytes(), &b); jerr != nil {
+			t.Fatalf("body %q: %v", rec.Body.String(), jerr)
+		}
+		return rec, b
+	}
+	for name, err := range map[string]error{
+		"a bare error":                  fmt.Errorf("select listings: %w", errDown),
+		"an internal error around it":   apierr.Internal(fmt.Errorf("store: %w", errDown)),
+		"a wrapped internal around one": fmt.Errorf("create: %w", apierr.Internal(errDown)),
+	} {
+		rec, b := run(err)
+		if rec.Code != http.StatusServiceUnavailable || b.Code != apierr.CodeUnavailable || b.Message != "the database is unavailable" ||
+			rec.Header().Get("Retry-After") != "5" || strings.Contains(rec.Body.String(), "10.0.0.1") {
+			t.Errorf("%s: %d %v %s", name, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	// Deliberate answers keep their code whatever their cause.
+	if rec, b := run(apierr.Wrap(errDown, apierr.CodeConflict, "taken")); rec.Code != http.StatusConflict || b.Code != apierr.CodeConflict {
+		t.Errorf("conflict became %d %s", rec.Code, b.Code)
+	}
+	// Anything else is still a 500.
+	if rec, b := run(errors.New("bun: model has no primary key")); rec.Code != http.StatusInternalServerError || b.Code != apierr.CodeInternal || rec.Header().Get("Retry-After") != "" {
+		t.Errorf("unclassified error: %d %s", rec.Code, b.Code)
 	}
 }
