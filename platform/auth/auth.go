@@ -68,19 +68,44 @@ func (s *Service) ReloadKeys(ctx context.Context) error {
 }
 
 // LoadOrCreateSecret returns the configured secret's UTF-8 bytes, or the secret
-// kept in dataDir, generating it (0600) on first use.
+// kept in dataDir, generating it (0600) on first use. Processes that start
+// together on one data dir agree on one secret: the secret is written to a
+// temporary file and published with link(2), which fails when another process
+// published first (then its secret is read), so the file is never seen empty
+// or half written, and a start killed at any moment leaves nothing in the way.
 func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
 	if configured != "" {
 		return []byte(configured), nil
 	}
 	path := filepath.Join(dataDir, SecretFile)
-	if b, err := os.ReadFile(path); err == nil {
-		if secret := strings.TrimSpace(string(b)); secret != "" {
-			return []byte(secret), nil
+	for attempt := 0; ; attempt++ {
+		b, err := os.ReadFile(path) //nolint:gosec // the path is the configured data dir's
+		switch {
+		case err == nil && strings.TrimSpace(string(b)) != "":
+			return []byte(strings.TrimSpace(string(b))), nil
+		case err == nil:
+			// Empty: earlier versions created the file before filling it, so a
+			// process killed in between left it so. Give a live writer a moment,
+			// then replace it.
+			if info, serr := os.Stat(path); serr == nil && time.Since(info.ModTime()) < time.Minute && attempt < 100 {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("replace empty auth secret: %w", err)
+			}
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("read auth secret: %w", err)
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("read auth secret: %w", err)
+		secret, err := publishSecret(dataDir, path)
+		if errors.Is(err, os.ErrExist) {
+			continue // another process published first: use theirs
+		}
+		return secret, err
 	}
+}
+
+func publishSecret(dataDir, path string) ([]byte, error) {
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -89,20 +114,27 @@ func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
 		return nil, err
 	}
 	secret := base64.RawURLEncoding.EncodeToString(raw)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		// Another process created it first: use theirs.
-		return LoadOrCreateSecret("", dataDir)
-	}
+	f, err := os.CreateTemp(dataDir, ".auth.secret-*")
 	if err != nil {
 		return nil, fmt.Errorf("create auth secret: %w", err)
 	}
+	defer func() { _ = os.Remove(f.Name()) }()
 	if _, err := f.WriteString(secret + "\n"); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("write auth secret: %w", err)
+	}
+	if err := f.Sync(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("write auth secret: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("write auth secret: %w", err)
+	}
+	if err := os.Link(f.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("publish auth secret: %w", err)
 	}
 	return []byte(secret), nil
 }
