@@ -107,7 +107,7 @@ func appliedPerSet(t *testing.T, bdb *bun.DB) string {
 	var parts []string
 	for _, set := range []string{"platform", "system", "logistics", "livestock"} {
 		var n int
-		err := bdb.NewSelect().TableExpr("bun_migrations_" + set).ColumnExpr("count(*)").Scan(context.Background(), &n)
+		err := bdb.NewSelect().TableExpr("bun_migrations_"+set).ColumnExpr("count(*)").Scan(context.Background(), &n)
 		if err != nil {
 			n = 0
 		}
