@@ -92,7 +92,7 @@ func TestAcknowledgedWritesSurviveKill(t *testing.T) {
 							kind, bb := listingBody(t, seq, fmt.Sprintf("Durability listing %d", seq))
 							got.kind, path, body = "listing", "/livestock/v1/listings/"+kind, bb
 						case 1:
-							got.kind, path, body = "load", "/logistics/v1/loads", loadBody(t, fmt.Sprintf("DUR-%d", seq), 5)
+							got.kind, path, body = "load", "/logistics/v1/loads", jsonBody(t, loadBodyMap(fmt.Sprintf("DUR-%d", seq), 5))
 						case 2:
 							got.kind, got.id, got.text = "message", convs[w], fmt.Sprintf("durability message %d", seq)
 							path, token = "/system/v1/conversations/"+convs[w]+"/messages", buyer

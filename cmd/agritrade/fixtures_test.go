@@ -49,16 +49,15 @@ func listingBody(t testing.TB, i int, description string) (kind string, body []b
 	return l.kind, jsonBody(t, m)
 }
 
-// loadBody is a valid create body of a load organised by the demo farmer.
-func loadBody(t testing.TB, reference string, daysAhead int) []byte {
-	t.Helper()
+// loadBodyMap is a valid create body of a load organised by the demo farmer.
+func loadBodyMap(reference string, daysAhead int) map[string]any {
 	l := demoLoads[0]
-	return jsonBody(t, map[string]any{
+	return map[string]any{
 		"organiserId": demoFarmer.OrgID, "organiserName": demoFarmer.OrgName, "commodityId": l.commodity,
 		"reference": reference, "deliveryDateISO": time.Now().UTC().AddDate(0, 0, daysAhead).Format(time.DateOnly),
 		"weight": l.tonnes, "weightNet": nil, "files": nil, "tags": []string{"fault-test"},
 		"pickupPostcode": l.pickup, "dropoffPostcode": l.dropoff,
-	})
+	}
 }
 
 // upload is a multipart upload of a small PNG (the demo's photo) whose pixels

@@ -110,14 +110,18 @@ func (s *Server) mountPlatform() {
 
 // Classifiers are the dependencies' tests of "down, retry later" that the
 // error middleware applies to every error a handler returns (503 instead of
-// 500): Redis and the object store first, as their tests know their own
-// error types, then the database, which also claims bare transport failures
-// (those that reach a handler unwrapped come from database queries).
+// 500). The database comes first: its test also claims bare transport
+// failures (refused, reset, EOF), and those that reach a handler unwrapped
+// come from database queries, as bun hands the driver's errors back as they
+// are; the file store wraps its own failures where they happen
+// (apierr.Unavailable "the file store"), and the cache's are bypassed or
+// wrapped by their callers. The other two then recognise their own error
+// types (S3 answers, Redis replies) wherever those turn up.
 func Classifiers() []apierr.Classifier {
 	return []apierr.Classifier{
-		{Dependency: "the cache", Is: cache.IsUnavailable},
-		{Dependency: "the file store", Is: filestore.IsUnavailable},
 		{Dependency: "the database", Is: db.IsUnavailable},
+		{Dependency: "the file store", Is: filestore.IsUnavailable},
+		{Dependency: "the cache", Is: cache.IsUnavailable},
 	}
 }
 

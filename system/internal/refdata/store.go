@@ -157,7 +157,7 @@ const (
 )
 
 // seedLock is the PostgreSQL advisory lock that serialises the seed of
-// replicas starting together.
+// replicas starting together and the variety imports.
 const seedLock = 0x7265666461 // "refda"
 
 // insertBatch bounds the rows of one INSERT (SQLite caps bound parameters).
@@ -589,6 +589,13 @@ func (s *Store) ReplaceVarieties(ctx context.Context, lists map[int][]string, by
 		}
 	}
 	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		// Imports (and the seed) take turns: two at once would each delete the
+		// old lists and then both insert the new ones (a duplicate key, 500).
+		if db.IsPostgres(tx) {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", seedLock); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.NewDelete().Model((*varietyRow)(nil)).Where("grade_id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
 			return err
 		}
