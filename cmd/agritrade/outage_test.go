@@ -188,7 +188,7 @@ type tally struct {
 	counts       map[string]map[string]map[int]int // phase → group → status → n
 	seen         map[string]bool                   // "METHOD /pattern" answered during an outage
 	bad          []string
-	odd          []string // 503s outside the outages, for the log
+	odd          []string               // 503s outside the outages, for the log
 	byRoute      map[string]map[int]int // during the outages: "METHOD /pattern" → status → n
 	noRetryAfter []string
 	transport    []string
@@ -347,7 +347,6 @@ type payload struct {
 }
 
 func jsonPayload(t testing.TB, v any) payload { return payload{"application/json", jsonBody(t, v)} }
-
 
 // sweeper sends every route's request in turn to one replica.
 type sweeper struct {
@@ -542,4 +541,3 @@ func (s *sweeper) pass(n int) bool {
 	s.post("/livestock/v1/listings/:id/close", l+"/close", fx.farmer, js(map[string]any{"status": "sold"}))
 	return s.ok
 }
-
