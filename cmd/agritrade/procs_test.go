@@ -86,7 +86,7 @@ func (c *child) ready(timeout time.Duration) (time.Duration, error) {
 	case addr := <-c.addr:
 		c.base = "http://" + addr
 	case <-c.exited:
-		return 0, fmt.Errorf("%s exited before listening (%v):\n%s", c.name, c.err, tail(c.logs.String()))
+		return 0, fmt.Errorf("%s exited before listening (%w):\n%s", c.name, c.err, tail(c.logs.String()))
 	case <-deadline:
 		return 0, fmt.Errorf("%s did not listen within %v:\n%s", c.name, timeout, tail(c.logs.String()))
 	}
@@ -100,7 +100,7 @@ func (c *child) ready(timeout time.Duration) (time.Duration, error) {
 		}
 		select {
 		case <-c.exited:
-			return 0, fmt.Errorf("%s exited before it was ready (%v):\n%s", c.name, c.err, tail(c.logs.String()))
+			return 0, fmt.Errorf("%s exited before it was ready (%w):\n%s", c.name, c.err, tail(c.logs.String()))
 		case <-deadline:
 			return 0, fmt.Errorf("%s not ready within %v:\n%s", c.name, timeout, tail(c.logs.String()))
 		case <-time.After(20 * time.Millisecond):

@@ -295,13 +295,13 @@ func flockHeld(t *testing.T, path string) bool {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) //nolint:gosec // a file descriptor fits an int
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return true
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:gosec // see above
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
 }

@@ -79,7 +79,7 @@ func LoadOrCreateSecret(configured, dataDir string) ([]byte, error) {
 	}
 	path := filepath.Join(dataDir, SecretFile)
 	for attempt := 0; ; attempt++ {
-		b, err := os.ReadFile(path) //nolint:gosec // the path is the configured data dir's
+		b, err := os.ReadFile(path)
 		switch {
 		case err == nil && strings.TrimSpace(string(b)) != "":
 			return []byte(strings.TrimSpace(string(b))), nil

@@ -14,12 +14,12 @@ import (
 // the kernel drops it when the process ends, however it ends. flock locks
 // belong to the open file, so two opens in one process exclude each other too.
 func lockFile(ctx context.Context, path string, o LockOptions) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // the path is the database's own, from configuration
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("take the migration lock: %w", err)
 	}
 	try := func() (bool, error) {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) //nolint:gosec // a file descriptor fits an int
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EINTR) {
 			return false, nil
 		}
@@ -31,7 +31,7 @@ func lockFile(ctx context.Context, path string, o LockOptions) (func(), error) {
 		return nil, err
 	}
 	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:gosec // see above
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		_ = f.Close()
 	}, nil
 }
