@@ -192,13 +192,22 @@ func docsSecurity(c *gin.Context) {
 
 // Start writes nothing (Platform.MigrateUp migrated and seeded, under the
 // migration lock): it loads stored settings and starts background work (bus,
-// settings resync, outbox dispatcher, module runners). Background errors are
-// logged; cancel ctx to stop them, then Wait.
+// settings resync, outbox dispatcher, module runners), waiting up to
+// busReadyWait for the bus to receive. Background errors are logged; cancel
+// ctx to stop them, then Wait.
 func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := s.P.Settings.Load(ctx); err != nil {
 		return err
 	}
 	s.goRun(ctx, wg, "bus", s.P.Bus.Run)
+	// A replica that serves before its bus subscription is live misses the
+	// broadcasts sent meanwhile (log settings, cache clears) until the next
+	// resync: give the subscription a moment, but never hold the start on it.
+	busCtx, cancel := context.WithTimeout(ctx, busReadyWait)
+	if err := s.P.Bus.Ready(busCtx); err != nil && ctx.Err() == nil {
+		s.P.Log.Component("bus").WithError(err).Warn("the bus is not receiving yet; starting anyway (missed broadcasts are caught up by the resync)")
+	}
+	cancel()
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
 	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
 	for _, m := range s.Modules {
@@ -208,6 +217,9 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	return nil
 }
+
+// busReadyWait bounds how long Start waits for the bus subscription.
+const busReadyWait = 5 * time.Second
 
 // goRun runs fn until ctx ends, restarting it after an error with a pause, so a
 // dropped connection does not end background work for good.
