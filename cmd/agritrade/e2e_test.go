@@ -227,7 +227,7 @@ func TestLogSettingsReachEveryReplica(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("replica b still answers %s one second after the PUT on a", body)
+			t.Fatalf("replica b still answers %s one second after the PUT on a; its log:\n%s", body, b.out)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
