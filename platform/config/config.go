@@ -49,12 +49,14 @@ type DB struct {
 
 // Auth selects HS256 with a shared secret or OIDC through a JWKS URL.
 type Auth struct {
-	Secret   string        `mapstructure:"secret"`
-	JWKSURL  string        `mapstructure:"jwks_url"`
-	Issuer   string        `mapstructure:"issuer"`
-	Audience string        `mapstructure:"audience"`
-	Claims   ClaimNames    `mapstructure:"claims"`
-	Leeway   time.Duration `mapstructure:"leeway"`
+	Secret   string     `mapstructure:"secret"`
+	JWKSURL  string     `mapstructure:"jwks_url"`
+	Issuer   string     `mapstructure:"issuer"`
+	Audience string     `mapstructure:"audience"`
+	Claims   ClaimNames `mapstructure:"claims"`
+	// Leeway is the clock skew tolerated on a token's exp, nbf and iat: a
+	// token valid from (nbf) or issued (iat) further in the future is refused.
+	Leeway time.Duration `mapstructure:"leeway"`
 }
 
 // ClaimNames maps the principal's fields to token claims (OIDC providers differ).
@@ -287,7 +289,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("auth.claims.org_name", "orgName")
 	v.SetDefault("auth.claims.orgs", "orgs")
 	v.SetDefault("auth.claims.roles", "roles")
-	v.SetDefault("auth.leeway", 30*time.Second)
+	v.SetDefault("auth.leeway", time.Minute)
 	v.SetDefault("files.backend", "local")
 	v.SetDefault("files.max_upload_mb", 100)
 	v.SetDefault("files.url_ttl", time.Hour)
