@@ -63,15 +63,6 @@ func newLocal(log logrus.FieldLogger) *local {
 
 func (l *local) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 
-func (l *local) isReady() bool {
-	select {
-	case <-l.ready:
-		return true
-	default:
-		return false
-	}
-}
-
 // probeTopic marks a replica's message to itself that proves its subscription.
 const probeTopic = "bus.probe"
 
