@@ -71,7 +71,9 @@ func (l *local) run(ctx context.Context, t transport) error {
 }
 
 // session runs one subscription. When its first probe comes back it is live:
-// live is called, the bus is ready and the OnSubscribed handlers run.
+// live is called, the OnSubscribed handlers run, then the bus is ready (so
+// that Ready means resynced). One that is not live within deadAfter, or stops
+// echoing for that long, is given up.
 func (l *local) session(ctx context.Context, t transport, live func()) error {
 	sub, err := t.subscribe(ctx)
 	if err != nil {
@@ -83,15 +85,15 @@ func (l *local) session(ctx context.Context, t transport, live func()) error {
 		return err
 	}
 	isLive := false
-	var lastEcho, lastProbe time.Time
+	lastEcho, lastProbe := time.Now(), time.Time{}
 	for {
 		now := time.Now()
 		every := probeEvery
 		if isLive {
 			every = heartbeat
-			if now.Sub(lastEcho) > deadAfter {
-				return errors.New("bus: the subscription stopped echoing probes")
-			}
+		}
+		if now.Sub(lastEcho) > deadAfter {
+			return errors.New("bus: the subscription does not echo probes")
 		}
 		if now.Sub(lastProbe) >= every {
 			lastProbe = now
@@ -114,8 +116,8 @@ func (l *local) session(ctx context.Context, t transport, live func()) error {
 			if !isLive {
 				isLive = true
 				live()
-				l.markReady()
 				l.subscribed(ctx)
+				l.markReady()
 			}
 		default:
 			l.receive(ctx, payload)
