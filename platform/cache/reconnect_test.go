@@ -48,9 +48,11 @@ func clearAcrossReconnect(t *testing.T, busA, busB bus.Bus, cut func() (restore 
 		t.Fatalf("B lost the entry while cut off (%q %v): the scenario did not cut it off", v, ok)
 	}
 	restore()
-	deadline := time.Now().Add(20 * time.Second)
+	restored := time.Now()
+	deadline := restored.Add(20 * time.Second)
 	for {
 		if _, ok, _ := b.Get(ctx, "refdata:settings:GB"); !ok {
+			t.Logf("B dropped the entry %s after its connection could come back", time.Since(restored).Round(time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
