@@ -183,11 +183,12 @@ func TestFreshInstallOnSQLite(t *testing.T) {
 		}
 	}
 	expired := mint(t, env, "--sub", "U1", "--roles", "admin", "--ttl", "-1h")
-	if status, _, _ := p.call(t, http.MethodGet, "/system/v1/admin/settings", expired, ""); status != 401 {
-		t.Fatalf("expired token: %d", status)
+	if status, hdr, _ := p.call(t, http.MethodGet, "/system/v1/admin/settings", expired, ""); status != 401 ||
+		hdr.Get("WWW-Authenticate") != `Bearer realm="agritrade", error="invalid_token", error_description="the token has expired"` {
+		t.Fatalf("expired token: %d %q", status, hdr.Get("WWW-Authenticate"))
 	}
-	if status, _, _ := p.call(t, http.MethodGet, "/metrics", "", ""); status != 401 {
-		t.Fatalf("/metrics without a token: %d", status)
+	if status, hdr, _ := p.call(t, http.MethodGet, "/metrics", "", ""); status != 401 || hdr.Get("WWW-Authenticate") != `Bearer realm="agritrade"` {
+		t.Fatalf("/metrics without a token: %d %q", status, hdr.Get("WWW-Authenticate"))
 	}
 	status, _, body = p.call(t, http.MethodGet, "/metrics", admin, "")
 	if status != 200 || !bytes.Contains(body, []byte("agritrade_http_requests_total")) {

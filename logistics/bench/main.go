@@ -308,7 +308,7 @@ var copyColumns = []string{
 	"id", "reference", "organiser_id", "organiser_name", "carrier_id", "carrier_name", "driver_id", "driver_name",
 	"commodity_id", "commodity_name", "weight_unit", "weight_conversion", "delivery_date", "delivery_date_iso",
 	"pickup_postcode", "dropoff_postcode", "weight", "weight_net", "vehicle_registration", "ticket_number",
-	"status", "files", "tags", "search", "created_by", "created_at", "updated_at",
+	"status", "files", "tags", "search", "creator_org_id", "created_by", "created_at", "updated_at",
 }
 
 // copyRow is a load as a COPY CSV row; an empty unquoted cell is NULL.
@@ -332,7 +332,7 @@ func copyRow(l *loads.Load) []string {
 		l.ID, l.Reference, l.Organiser.ID, l.Organiser.Name, cid, cname, did, dname,
 		strconv.Itoa(l.Commodity.ID), l.Commodity.Name, l.Commodity.Unit, "1000", ts(l.DeliveryDate), l.DeliveryDateISO,
 		l.PickupPostcode, l.DropoffPostcode, num(l.Weight), num(l.WeightNet), l.VehicleRegistration, l.TicketNumber,
-		string(l.Status), "[]", `["bench"]`, l.SearchText(), l.CreatedBy, ts(l.CreatedAt), ts(l.UpdatedAt),
+		string(l.Status), "[]", `["bench"]`, l.SearchText(), l.Organiser.ID, l.CreatedBy, ts(l.CreatedAt), ts(l.UpdatedAt),
 	}
 }
 

@@ -75,6 +75,11 @@ type Error struct {
 	// whose status has no code of its own (416 Range Not Satisfiable answers
 	// bad_request).
 	HTTPStatus int
+	// TokenProblem, on a 401, says briefly why a bearer token that was sent is
+	// refused; it becomes the error_description of the WWW-Authenticate
+	// challenge (RFC 6750), with error="invalid_token". Empty when no token
+	// was sent: the challenge then carries no error.
+	TokenProblem string
 }
 
 func (e *Error) Error() string {
@@ -111,8 +116,14 @@ func NotFound(what string) *Error { return New(CodeNotFound, "%s not found", wha
 // BadRequest answers 400 bad_request.
 func BadRequest(format string, args ...any) *Error { return New(CodeBadRequest, format, args...) }
 
-// Unauthorized answers 401.
+// Unauthorized answers 401 to a request that sent no bearer token.
 func Unauthorized(format string, args ...any) *Error { return New(CodeUnauthorized, format, args...) }
+
+// InvalidToken answers 401 to a request whose bearer token is refused; reason
+// is a short phrase ("the token has expired") that the challenge carries.
+func InvalidToken(cause error, reason string) *Error {
+	return &Error{Code: CodeUnauthorized, Message: "the bearer token is not valid: " + reason, Cause: cause, TokenProblem: reason}
+}
 
 // Forbidden answers 403.
 func Forbidden(format string, args ...any) *Error { return New(CodeForbidden, format, args...) }

@@ -101,8 +101,37 @@ func write(c *gin.Context, opts RenderOptions, err error, stack string) {
 	if e.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
+	if e.Status() == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", Challenge(e.TokenProblem))
+	}
 	c.Header("Cache-Control", "no-store")
 	c.AbortWithStatusJSON(e.Status(), body)
+}
+
+// Realm is the realm of the API's bearer challenge.
+const Realm = "agritrade"
+
+// Challenge is the WWW-Authenticate value of a 401 (RFC 6750): the bare
+// Bearer challenge when no token was sent, with error="invalid_token" and the
+// problem as error_description when one was.
+func Challenge(problem string) string {
+	h := `Bearer realm="` + Realm + `"`
+	if problem == "" {
+		return h
+	}
+	return h + `, error="invalid_token", error_description="` + quotable(problem) + `"`
+}
+
+// quotable keeps what RFC 6750 allows in error_description (printable ASCII
+// without '"' and '\'), so that no reason can break the header.
+func quotable(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' {
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
 
 // echoedBody returns the JSON request body as an object: arrays are wrapped as

@@ -84,6 +84,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		}
 		p.closers = append(p.closers, p.DB.Close)
 	}
+	cfg.Namespaces()
 	if needsRedis(cfg) {
 		opts, err := redis.ParseURL(cfg.Redis.URL)
 		if err != nil {
@@ -126,7 +127,7 @@ func (p *Platform) openBus() (bus.Bus, error) {
 		}
 		return bus.NewPostgres(p.DB, p.Log.Component("bus")), nil
 	case "redis":
-		return bus.NewRedis(p.Redis, p.Log.Component("bus")), nil
+		return bus.NewRedis(p.Redis, p.Config.Redis.Prefix+"bus", p.Log.Component("bus")), nil
 	default:
 		return nil, fmt.Errorf("bus.backend %q: want memory, postgres or redis", p.Config.Bus.Backend)
 	}

@@ -140,7 +140,8 @@ func publishSecret(dataDir, path string) ([]byte, error) {
 }
 
 // Middleware reads the bearer token when one is sent: a bad token answers 401
-// even on public routes, no token leaves the request anonymous.
+// even on public routes, no token leaves the request anonymous. Every 401
+// about a token that was sent says why in its WWW-Authenticate challenge.
 func (s *Service) Middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h := c.GetHeader("Authorization")
@@ -150,12 +151,12 @@ func (s *Service) Middleware() gin.HandlerFunc {
 		}
 		scheme, token, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			apierr.Render(c, apierr.Unauthorized("the Authorization header must be 'Bearer <token>'"))
+			apierr.Render(c, apierr.InvalidToken(nil, "the Authorization header must be 'Bearer <token>'"))
 			return
 		}
 		p, err := s.Verify(c.Request.Context(), strings.TrimSpace(token))
 		if err != nil {
-			apierr.Render(c, apierr.Wrap(err, apierr.CodeUnauthorized, "the bearer token is not valid"))
+			apierr.Render(c, apierr.InvalidToken(err, Problem(err)))
 			return
 		}
 		WithPrincipal(c, p)

@@ -49,8 +49,11 @@ func (v *oidcVerifier) Verify(ctx context.Context, raw string) (*Principal, erro
 	return principalFrom(tok, v.claims)
 }
 
+// parserOptions are the checks of both modes. leeway is the clock skew
+// tolerated on exp, nbf and iat: a token issued (iat) or valid from (nbf)
+// further in the future is refused, as one expired longer ago is.
 func parserOptions(algs []string, issuer, audience string, leeway time.Duration) []jwt.ParserOption {
-	opts := []jwt.ParserOption{jwt.WithValidMethods(algs), jwt.WithExpirationRequired(), jwt.WithLeeway(leeway)}
+	opts := []jwt.ParserOption{jwt.WithValidMethods(algs), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(leeway)}
 	if issuer != "" {
 		opts = append(opts, jwt.WithIssuer(issuer))
 	}
@@ -60,6 +63,36 @@ func parserOptions(algs []string, issuer, audience string, leeway time.Duration)
 	return opts
 }
 
+// errNoSubject refuses a token that names no user.
+var errNoSubject = errors.New("token has no sub claim")
+
+// Problem says in a few words why a token was refused: the error_description
+// of the 401's challenge. It names the failed check, never the token's content.
+func Problem(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "the token is malformed"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "the token signature is invalid"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "the token has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "the token is not valid yet (nbf)"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "the token is issued in the future (iat)"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "the token issuer is not accepted"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "the token audience is not accepted"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing), errors.Is(err, errNoSubject):
+		return "the token lacks a required claim"
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "the token cannot be verified (algorithm or signing key)"
+	default:
+		return "the token is not valid"
+	}
+}
+
 func principalFrom(tok *jwt.Token, names config.ClaimNames) (*Principal, error) {
 	claims, ok := tok.Claims.(jwt.MapClaims)
 	if !ok {
@@ -67,7 +100,7 @@ func principalFrom(tok *jwt.Token, names config.ClaimNames) (*Principal, error) 
 	}
 	sub, _ := claims["sub"].(string)
 	if sub == "" {
-		return nil, errors.New("token has no sub claim")
+		return nil, errNoSubject
 	}
 	p := &Principal{
 		UserID:  sub,

@@ -27,6 +27,11 @@ type Bus interface {
 	Close() error
 	// Ready waits until Run receives messages from other replicas.
 	Ready(ctx context.Context) error
+	// OnSubscribed registers h to run each time the replica's subscription
+	// becomes live: at start and after every reconnect. Messages published
+	// before that moment may have been missed (they are not replayed), so
+	// whoever keeps state from broadcasts resyncs it from its source here.
+	OnSubscribed(h func(ctx context.Context))
 }
 
 // envelope is what travels between replicas.
@@ -42,6 +47,8 @@ type local struct {
 	log  logrus.FieldLogger
 	mu   sync.RWMutex
 	subs map[string][]Handler
+	// onSub runs when a subscription becomes live (see session.go).
+	onSub []func(ctx context.Context)
 	// ready is closed once the backend receives from other replicas.
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -55,15 +62,6 @@ func newLocal(log logrus.FieldLogger) *local {
 }
 
 func (l *local) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
-
-func (l *local) isReady() bool {
-	select {
-	case <-l.ready:
-		return true
-	default:
-		return false
-	}
-}
 
 // probeTopic marks a replica's message to itself that proves its subscription.
 const probeTopic = "bus.probe"
@@ -89,6 +87,21 @@ func (l *local) Subscribe(topic string, h Handler) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.subs[topic] = append(l.subs[topic], h)
+}
+
+func (l *local) OnSubscribed(h func(ctx context.Context)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onSub = append(l.onSub, h)
+}
+
+func (l *local) subscribed(ctx context.Context) {
+	l.mu.RLock()
+	hs := append([]func(ctx context.Context){}, l.onSub...)
+	l.mu.RUnlock()
+	for _, h := range hs {
+		h(ctx)
+	}
 }
 
 func (l *local) deliver(ctx context.Context, topic string, payload []byte) {
@@ -124,7 +137,8 @@ func (l *local) receive(ctx context.Context, raw []byte) {
 	l.deliver(ctx, e.Topic, e.Payload)
 }
 
-// Memory is the bus of a single process.
+// Memory is the bus of a single process. It misses nothing, so its
+// OnSubscribed handlers never run.
 type Memory struct{ *local }
 
 // NewMemory makes an in-process bus.

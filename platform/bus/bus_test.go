@@ -82,7 +82,8 @@ func TestRedisBus(t *testing.T) {
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		t.Skipf("Redis tests skipped: no Redis at %s (%v); set AGRITRADE_TEST_REDIS_URL", url, err)
 	}
-	pair(t, bus.NewRedis(c, nil), bus.NewRedis(c, nil))
+	channel := "agritrade-test:" + t.Name() + ":" + time.Now().Format(time.RFC3339Nano)
+	pair(t, bus.NewRedis(c, channel, nil), bus.NewRedis(c, channel, nil))
 }
 
 func TestMemoryBus(t *testing.T) {

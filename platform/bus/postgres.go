@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -11,7 +12,8 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 )
 
-// Channel is the PostgreSQL NOTIFY channel (and Redis channel) of the bus.
+// Channel is the PostgreSQL NOTIFY channel of the bus. Channels are per
+// database, and a deployment owns its database, so the name is fixed.
 const Channel = "agritrade_bus"
 
 // maxNotifyPayload is PostgreSQL's NOTIFY payload limit less some margin.
@@ -21,12 +23,11 @@ const maxNotifyPayload = 7900
 type Postgres struct {
 	*local
 	db *bun.DB
-	ln *pgdriver.Listener
 }
 
 // NewPostgres makes a bus over db, which must be a PostgreSQL database.
 func NewPostgres(db *bun.DB, log logrus.FieldLogger) *Postgres {
-	return &Postgres{local: newLocal(log), db: db, ln: pgdriver.NewListener(db)}
+	return &Postgres{local: newLocal(log), db: db}
 }
 
 // Publish delivers locally and notifies the other replicas.
@@ -39,55 +40,44 @@ func (p *Postgres) Publish(ctx context.Context, topic string, payload []byte) er
 	if len(msg) > maxNotifyPayload {
 		return fmt.Errorf("bus message of %d bytes exceeds the NOTIFY limit", len(msg))
 	}
-	_, err = p.db.ExecContext(ctx, "SELECT pg_notify(?, ?)", Channel, string(msg))
+	return p.publish(ctx, msg)
+}
+
+func (p *Postgres) publish(ctx context.Context, msg []byte) error {
+	_, err := p.db.ExecContext(ctx, "SELECT pg_notify(?, ?)", Channel, string(msg))
 	return err
 }
 
-// Run listens until ctx ends; the listener reconnects by itself after errors.
-func (p *Postgres) Run(ctx context.Context) error {
-	if err := p.ln.Listen(ctx, Channel); err != nil {
-		return fmt.Errorf("listen %s: %w", Channel, err)
+// Run listens until ctx ends, on a connection of its own that is replaced
+// whenever it fails or stops echoing probes (see session.go).
+func (p *Postgres) Run(ctx context.Context) error { return p.run(ctx, p) }
+
+// subscribe opens a listener of its own: pgdriver would reconnect a shared one
+// silently, and the bus must know when it did.
+func (p *Postgres) subscribe(ctx context.Context) (subscription, error) {
+	ln := pgdriver.NewListener(p.db)
+	if err := ln.Listen(ctx, Channel); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("listen %s: %w", Channel, err)
 	}
-	ch := p.ln.Channel(pgdriver.WithChannelSize(256))
-	// pgdriver sends LISTEN without waiting for the server: only a notification
-	// that comes back proves the subscription is live. Probe until one does.
-	probe := time.NewTicker(100 * time.Millisecond)
-	defer probe.Stop()
-	p.sendProbe(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-probe.C:
-			if p.isReady() {
-				probe.Stop()
-				continue
-			}
-			p.sendProbe(ctx)
-		case n, ok := <-ch:
-			if !ok {
-				return errors.New("bus listener closed")
-			}
-			if p.isProbe([]byte(n.Payload)) {
-				p.markReady()
-				continue
-			}
-			p.receive(ctx, []byte(n.Payload))
-		}
-	}
+	return pgSubscription{ln}, nil
 }
 
-func (p *Postgres) sendProbe(ctx context.Context) {
-	msg, err := p.encode(probeTopic, []byte(`{}`))
-	if err == nil {
-		_, err = p.db.ExecContext(ctx, "SELECT pg_notify(?, ?)", Channel, string(msg))
+type pgSubscription struct{ ln *pgdriver.Listener }
+
+func (s pgSubscription) receive(ctx context.Context, wait time.Duration) ([]byte, error) {
+	_, payload, err := s.ln.ReceiveTimeout(ctx, wait)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil, errTimeout
 	}
-	if err != nil && ctx.Err() == nil {
-		p.log.WithError(err).Debug("bus: readiness probe failed; retrying")
+	if err != nil {
+		return nil, err
 	}
+	return []byte(payload), nil
 }
 
-// Close stops listening.
-func (p *Postgres) Close() error {
-	return p.ln.Close()
-}
+func (s pgSubscription) close() error { return s.ln.Close() }
+
+// Close does nothing: Run's listeners close when its context ends.
+func (p *Postgres) Close() error { return nil }

@@ -275,8 +275,9 @@ func TestReplicatedMemoryBus(t *testing.T) {
 // TestReplicatedRedisBus: the same over real Redis pub/sub, one bus per replica.
 func TestReplicatedRedisBus(t *testing.T) {
 	client := redisClient(t)
-	b1 := bus.NewRedis(client, nil)
-	b2 := bus.NewRedis(client, nil)
+	channel := uniquePrefix(t) + "bus"
+	b1 := bus.NewRedis(client, channel, nil)
+	b2 := bus.NewRedis(client, channel, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, b := range []*bus.Redis{b1, b2} {

@@ -28,6 +28,14 @@ type invalidation struct {
 // Replicated applies every removal locally, then broadcasts it so that each
 // other replica removes the same entries from its own cache. Reads and writes
 // stay local. Counts are those of this replica.
+//
+// A broadcast is not replayed to a replica whose subscription was down when
+// it went out, so each time this replica's subscription becomes live again
+// (bus.OnSubscribed: at start and after every reconnect) it empties its own
+// cache: whatever it missed, nothing it holds predates the reconnect. Clears
+// are rare and the cache refills from the database, so this costs little;
+// a clear generation kept in the database would spare the refill but needs a
+// shared counter and a poll for what the bus already tells.
 type Replicated struct {
 	local Cache
 	bus   bus.Bus
@@ -43,6 +51,7 @@ func NewReplicated(local Cache, b bus.Bus, log logrus.FieldLogger) *Replicated {
 	}
 	r := &Replicated{local: local, bus: b, id: uuid.NewString(), log: log}
 	b.Subscribe(Topic, r.receive)
+	b.OnSubscribed(r.resync)
 	return r
 }
 
@@ -123,6 +132,18 @@ func split(inv invalidation) []invalidation {
 	}
 	out = append(out, cur)
 	return out
+}
+
+// resync empties the local cache after the subscription (re)became live.
+func (r *Replicated) resync(ctx context.Context) {
+	n, err := r.local.Flush(ctx)
+	if err != nil {
+		r.log.WithError(err).Warn("could not empty the cache after a bus reconnect")
+		return
+	}
+	if n > 0 {
+		r.log.WithField("removed", n).Info("cache emptied: the bus reconnected, clears sent meanwhile may have been missed")
+	}
 }
 
 // receive applies another replica's invalidation to the local cache. The bus

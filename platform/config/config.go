@@ -3,7 +3,10 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,12 +55,14 @@ type DB struct {
 
 // Auth selects HS256 with a shared secret or OIDC through a JWKS URL.
 type Auth struct {
-	Secret   string        `mapstructure:"secret"`
-	JWKSURL  string        `mapstructure:"jwks_url"`
-	Issuer   string        `mapstructure:"issuer"`
-	Audience string        `mapstructure:"audience"`
-	Claims   ClaimNames    `mapstructure:"claims"`
-	Leeway   time.Duration `mapstructure:"leeway"`
+	Secret   string     `mapstructure:"secret"`
+	JWKSURL  string     `mapstructure:"jwks_url"`
+	Issuer   string     `mapstructure:"issuer"`
+	Audience string     `mapstructure:"audience"`
+	Claims   ClaimNames `mapstructure:"claims"`
+	// Leeway is the clock skew tolerated on a token's exp, nbf and iat: a
+	// token valid from (nbf) or issued (iat) further in the future is refused.
+	Leeway time.Duration `mapstructure:"leeway"`
 }
 
 // ClaimNames maps the principal's fields to token claims (OIDC providers differ).
@@ -99,12 +104,20 @@ type Cache struct {
 	TTL        time.Duration `mapstructure:"ttl"`
 	MaxEntries int           `mapstructure:"max_entries"`
 	MaxBytes   int64         `mapstructure:"max_bytes"`
-	Prefix     string        `mapstructure:"prefix"`
+	// Prefix namespaces the redis backend's keys; empty means
+	// <redis.prefix>cache: (set only to keep an older explicit namespace).
+	Prefix string `mapstructure:"prefix"`
 }
 
 // Redis locates the Redis server used by the redis backends.
 type Redis struct {
 	URL string `mapstructure:"url"`
+	// Prefix is the deployment's namespace in Redis: the bus channel
+	// (<prefix>bus), cache keys (<prefix>cache:) and rate-limit keys
+	// (<prefix>ratelimit:) all live under it, so deployments sharing a Redis
+	// never touch each other. Empty means derived from the database (see
+	// DerivedRedisPrefix): every replica of a deployment shares its database.
+	Prefix string `mapstructure:"prefix"`
 }
 
 // Bus selects the replica-to-replica broadcast.
@@ -291,7 +304,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("auth.claims.org_name", "orgName")
 	v.SetDefault("auth.claims.orgs", "orgs")
 	v.SetDefault("auth.claims.roles", "roles")
-	v.SetDefault("auth.leeway", 30*time.Second)
+	v.SetDefault("auth.leeway", time.Minute)
 	v.SetDefault("files.backend", "local")
 	v.SetDefault("files.max_upload_mb", 100)
 	v.SetDefault("files.url_ttl", time.Hour)
@@ -308,8 +321,9 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("cache.ttl", 10*time.Minute)
 	v.SetDefault("cache.max_entries", 10000)
 	v.SetDefault("cache.max_bytes", 64<<20)
-	v.SetDefault("cache.prefix", "agritrade:cache:")
+	v.SetDefault("cache.prefix", "")
 	v.SetDefault("redis.url", "redis://127.0.0.1:6379/0")
+	v.SetDefault("redis.prefix", "")
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("log.format", "text")
 	v.SetDefault("log.level", "info")
@@ -371,6 +385,55 @@ func (c *Config) finish() error {
 		c.Modules = Modules{}
 	}
 	return nil
+}
+
+// Namespaces fills the Redis names left empty: redis.prefix from the database
+// (DerivedRedisPrefix), cache.prefix under it. The platform calls it when it
+// opens, after every other setting is final.
+func (c *Config) Namespaces() {
+	if c.Redis.Prefix == "" {
+		c.Redis.Prefix = DerivedRedisPrefix(c.DB.DSN, c.DataDir)
+	}
+	if c.Cache.Prefix == "" {
+		c.Cache.Prefix = c.Redis.Prefix + "cache:"
+	}
+}
+
+// DerivedRedisPrefix is the default redis.prefix: "agritrade:" and a short
+// hash of the deployment's database (host, port and name of a PostgreSQL DSN,
+// without credentials or options; the host name and data directory of an
+// embedded SQLite file), and ":". Replicas of one deployment share a database
+// and so a prefix; two deployments on different databases get different ones
+// without any configuration. Set redis.prefix when replicas reach one
+// database through different addresses (a pooler beside a direct DSN).
+func DerivedRedisPrefix(dsn, dataDir string) string {
+	id := "sqlite:" + hostName() + ":" + absPath(dataDir)
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		port := u.Port()
+		if port == "" {
+			port = "5432"
+		}
+		id = "postgres:" + strings.ToLower(u.Hostname()) + ":" + port + "/" + strings.TrimPrefix(u.Path, "/")
+	} else if dsn != "" {
+		id = "sqlite:" + hostName() + ":" + absPath(strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "sqlite:"))
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "agritrade:" + hex.EncodeToString(sum[:4]) + ":"
+}
+
+func hostName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // IsPostgres tells whether the configured database is PostgreSQL.

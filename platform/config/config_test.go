@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agritrade/api/platform/config"
@@ -58,5 +59,50 @@ func TestDefaultsEnvAndFile(t *testing.T) {
 	}
 	if _, err := config.Load(filepath.Join(dir, "missing.yaml")); err == nil {
 		t.Fatal("a named missing file was accepted")
+	}
+}
+
+// TestDerivedRedisPrefix: replicas of one deployment (same database) derive
+// one prefix whatever their credentials and options; deployments on other
+// databases derive others; an explicit redis.prefix wins and cache.prefix
+// follows it unless set.
+func TestDerivedRedisPrefix(t *testing.T) {
+	same := []string{
+		"postgres://app:secret@db.internal:5432/agritrade?sslmode=disable",
+		"postgresql://other:pw@DB.internal/agritrade",
+		"postgres://db.internal:5432/agritrade?application_name=x",
+	}
+	want := config.DerivedRedisPrefix(same[0], "")
+	if !strings.HasPrefix(want, "agritrade:") || !strings.HasSuffix(want, ":") {
+		t.Fatalf("prefix %q", want)
+	}
+	for _, dsn := range same[1:] {
+		if got := config.DerivedRedisPrefix(dsn, ""); got != want {
+			t.Errorf("%s: %q, want %q", dsn, got, want)
+		}
+	}
+	for _, dsn := range []string{
+		"postgres://db.internal:5432/agritrade_staging",
+		"postgres://db2.internal:5432/agritrade",
+		"postgres://db.internal:5433/agritrade",
+	} {
+		if got := config.DerivedRedisPrefix(dsn, ""); got == want {
+			t.Errorf("%s shares the prefix of another deployment", dsn)
+		}
+	}
+	if config.DerivedRedisPrefix("", "/srv/a") == config.DerivedRedisPrefix("", "/srv/b") {
+		t.Error("two SQLite data directories share a prefix")
+	}
+	c := config.Default()
+	c.DB.DSN = same[0]
+	c.Namespaces()
+	if c.Redis.Prefix != want || c.Cache.Prefix != want+"cache:" {
+		t.Errorf("namespaces %q %q", c.Redis.Prefix, c.Cache.Prefix)
+	}
+	c = config.Default()
+	c.Redis.Prefix, c.Cache.Prefix = "prod:", "legacy:cache:"
+	c.Namespaces()
+	if c.Redis.Prefix != "prod:" || c.Cache.Prefix != "legacy:cache:" {
+		t.Errorf("explicit namespaces changed: %q %q", c.Redis.Prefix, c.Cache.Prefix)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -105,7 +106,46 @@ func openSQLite(dsn string) (*bun.DB, error) {
 // IsPostgres tells whether db speaks PostgreSQL.
 func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 
-// InTx runs fn in a transaction, rolling back when it returns an error.
+// InTx runs fn in a transaction, rolling back when it returns an error. What
+// fn registers with AfterCommit (on the ctx it receives) runs once the
+// transaction has committed.
 func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return db.RunInTx(ctx, nil, fn)
+	h := &commitHooks{}
+	if err := db.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, fn); err != nil {
+		return err
+	}
+	h.run()
+	return nil
+}
+
+type commitHooksKey struct{}
+
+// commitHooks are the functions waiting for one InTx transaction to commit.
+type commitHooks struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (h *commitHooks) run() {
+	h.mu.Lock()
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// AfterCommit runs fn once the InTx transaction that ctx belongs to has
+// committed, and never if it rolls back: the place for what must not happen
+// before the change is visible (waking the outbox dispatcher). Outside InTx fn
+// runs at once, as a statement outside a transaction commits by itself.
+func AfterCommit(ctx context.Context, fn func()) {
+	if h, ok := ctx.Value(commitHooksKey{}).(*commitHooks); ok {
+		h.mu.Lock()
+		h.fns = append(h.fns, fn)
+		h.mu.Unlock()
+		return
+	}
+	fn()
 }

@@ -129,12 +129,36 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
+// running holds the dispatchers whose Run is under way in this process, for
+// Enqueue to wake once the enqueuing transaction commits. The events of other
+// replicas' writes are theirs to deliver: every replica runs a dispatcher.
+var running = struct {
+	sync.Mutex
+	set map[*Dispatcher]struct{}
+}{set: map[*Dispatcher]struct{}{}}
+
+func wakeRunning() {
+	running.Lock()
+	defer running.Unlock()
+	for d := range running.set {
+		d.Wake()
+	}
+}
+
 // Run delivers due events until ctx ends. Deliveries in flight when ctx ends
 // finish (each channel bounds its own time) and their outcome is stored, so a
 // graceful shutdown leaves no claim behind.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	log := d.o.Log
 	log.WithField("channels", strings.Join(d.Channels(), ",")).WithField("owner", d.o.Owner).Info("outbox dispatcher started")
+	running.Lock()
+	running.set[d] = struct{}{}
+	running.Unlock()
+	defer func() {
+		running.Lock()
+		delete(running.set, d)
+		running.Unlock()
+	}()
 	nextPurge := d.o.Now().Add(time.Minute)
 	for {
 		n, err := d.RunOnce(ctx)

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agritrade/api/platform/db"
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 )
@@ -116,14 +117,20 @@ func (r *Record) Notification() Notification {
 	}
 }
 
-// Enqueue writes the event in the caller's transaction (db is the bun.Tx of the
-// change), so it is delivered if and only if the change commits.
-func Enqueue(ctx context.Context, db bun.IDB, e Event) error {
+// Enqueue writes the event in the caller's transaction (idb is the bun.Tx of
+// the change, inside db.InTx), so it is delivered if and only if the change
+// commits. Once the transaction commits, the dispatchers running in this
+// process wake up and deliver it at once, not at their next poll.
+func Enqueue(ctx context.Context, idb bun.IDB, e Event) error {
 	rec, err := newRecord(e, time.Now().UTC())
 	if err != nil {
 		return err
 	}
-	return insert(ctx, db, rec)
+	if err := insert(ctx, idb, rec); err != nil {
+		return err
+	}
+	db.AfterCommit(ctx, wakeRunning)
+	return nil
 }
 
 func newRecord(e Event, now time.Time) (*Record, error) {

@@ -491,3 +491,39 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestWakeOnCommit: a dispatcher that polls once a minute still delivers an
+// event within moments of the enqueuing transaction's commit, because the
+// commit wakes it; inside db.InTx the wake waits for the commit (a rolled
+// back event is never looked for), outside it comes at once.
+func TestWakeOnCommit(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		migrate(t, bdb)
+		recv := outboxtest.NewReceiver(t, secret)
+		wh, err := outbox.NewWebhook(recv.URL, secret, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		disp := outbox.NewDispatcher(bdb, outbox.Options{Channels: []outbox.Channel{wh}, PollInterval: time.Minute, Log: quietLog()})
+		// The first event is there before the dispatcher starts: its first pass
+		// takes it; after that it sleeps for a minute unless woken.
+		enqueue(t, bdb, outbox.Event{Type: "test.before_start"})
+		runDispatcher(t, disp)
+		recv.WaitAccepted(t, 1, 20*time.Second)
+		ctx := context.Background()
+		for i, write := range []func() error{
+			func() error {
+				return db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+					return outbox.Enqueue(ctx, tx, outbox.Event{Type: "test.in_tx"})
+				})
+			},
+			func() error { return outbox.Enqueue(ctx, bdb, outbox.Event{Type: "test.no_tx"}) },
+		} {
+			if err := write(); err != nil {
+				t.Fatal(err)
+			}
+			// Far less than the poll interval: only a wake delivers it in time.
+			recv.WaitAccepted(t, 2+i, 20*time.Second)
+		}
+	})
+}

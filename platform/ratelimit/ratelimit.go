@@ -60,19 +60,21 @@ func (unlimited) Allow(context.Context, string) (bool, time.Duration, error) { r
 // Unlimited returns a limiter that allows every request.
 func Unlimited() Limiter { return unlimited{} }
 
-// KeyPrefix prefixes every Redis key of the limiter that New builds.
-const KeyPrefix = "agritrade:ratelimit:"
+// KeySuffix follows the deployment's redis.prefix in every Redis key of the
+// limiter that New builds: buckets of deployments sharing a Redis stay apart.
+const KeySuffix = "ratelimit:"
 
 // New returns the limiter the configuration asks for: unlimited when
-// ratelimit.per_minute is 0 or less, shared through Redis when cache.backend is
-// redis (rdb must then be set), else in process.
+// ratelimit.per_minute is 0 or less, shared through Redis under
+// <redis.prefix>ratelimit: when cache.backend is redis (rdb must then be set),
+// else in process.
 func New(cfg *config.Config, rdb *redis.Client) Limiter {
 	rate := Rate{PerMinute: cfg.RateLimit.PerMinute, Burst: cfg.RateLimit.Burst}
 	switch {
 	case rate.PerMinute <= 0:
 		return Unlimited()
 	case cfg.Cache.Backend == "redis" && rdb != nil:
-		return NewRedis(rdb, KeyPrefix, rate)
+		return NewRedis(rdb, cfg.Redis.Prefix+KeySuffix, rate)
 	default:
 		return NewMemory(rate)
 	}

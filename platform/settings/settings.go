@@ -45,10 +45,18 @@ type Service struct {
 	bus  bus.Bus
 }
 
-// New makes the service and subscribes it to changes from other replicas.
+// New makes the service and subscribes it to changes from other replicas. A
+// change broadcast while this replica's subscription was down is not
+// replayed, so the stored settings are reloaded each time it is live again
+// (and every minute by Run, for what no reconnect reveals).
 func New(db *bun.DB, logs *logging.Registry, b bus.Bus) *Service {
 	s := &Service{db: db, logs: logs, bus: b}
 	b.Subscribe(Topic, s.onChange)
+	b.OnSubscribed(func(ctx context.Context) {
+		if err := s.Load(ctx); err != nil && ctx.Err() == nil {
+			s.logs.Module("platform").Component("settings").WithError(err).Warn("reload of module settings after a bus reconnect failed")
+		}
+	})
 	return s
 }
 

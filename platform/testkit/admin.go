@@ -5,8 +5,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/golang-jwt/jwt/v5"
 )
+
+// Challenged checks the WWW-Authenticate challenge of a 401: bare when no
+// token was sent (problem ""), invalid_token with the problem otherwise.
+func Challenged(problem string) func(t *testing.T, r *Response) {
+	return func(t *testing.T, r *Response) {
+		t.Helper()
+		if got, want := r.Header.Get("WWW-Authenticate"), apierr.Challenge(problem); got != want {
+			t.Fatalf("WWW-Authenticate %q, want %q", got, want)
+		}
+	}
+}
+
+// FutureToken mints a token for p issued (iat) ahead of now by ahead.
+func FutureToken(t testing.TB, p auth.Principal, ahead time.Duration) string {
+	t.Helper()
+	now := time.Now()
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": p.UserID, "name": p.Name, "org": p.OrgID, "orgs": p.Orgs, "roles": p.Roles,
+		"iat": now.Add(ahead).Unix(), "exp": now.Add(ahead + time.Hour).Unix(),
+	}).SignedString([]byte(Secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
 
 // Principals used across suites.
 var (
@@ -22,9 +49,14 @@ func AdminSettingsScenarios(t *testing.T, s *Server, module, other string) {
 	path := "/" + module + "/v1/admin/settings"
 	admin, farmer := s.Token(Admin), s.Token(Farmer)
 	s.Run(t, []Scenario{
-		{Name: "get401", Req: Request{Method: http.MethodGet, Path: path}, Status: http.StatusUnauthorized, Code: "unauthorized"},
-		{Name: "get401expired", Req: Request{Method: http.MethodGet, Path: path, Token: MintToken(t, Admin, -time.Hour)}, Status: http.StatusUnauthorized, Code: "unauthorized"},
-		{Name: "get401badsig", Req: Request{Method: http.MethodGet, Path: path, Token: admin + "x"}, Status: http.StatusUnauthorized, Code: "unauthorized"},
+		{Name: "get401", Req: Request{Method: http.MethodGet, Path: path}, Status: http.StatusUnauthorized, Code: "unauthorized",
+			Check: Challenged("")},
+		{Name: "get401expired", Req: Request{Method: http.MethodGet, Path: path, Token: MintToken(t, Admin, -time.Hour)}, Status: http.StatusUnauthorized, Code: "unauthorized",
+			Check: Challenged("the token has expired")},
+		{Name: "get401badsig", Req: Request{Method: http.MethodGet, Path: path, Token: admin + "x"}, Status: http.StatusUnauthorized, Code: "unauthorized",
+			Check: Challenged("the token signature is invalid")},
+		{Name: "get401future", Req: Request{Method: http.MethodGet, Path: path, Token: FutureToken(t, Admin, 10*time.Minute)}, Status: http.StatusUnauthorized, Code: "unauthorized",
+			Check: Challenged("the token is issued in the future (iat)")},
 		{Name: "get403", Req: Request{Method: http.MethodGet, Path: path, Token: farmer}, Status: http.StatusForbidden, Code: "forbidden"},
 		{Name: "put403", Req: Request{Method: http.MethodPut, Path: path, Token: farmer, JSON: map[string]any{"logging": map[string]any{"level": "debug"}}}, Status: http.StatusForbidden, Code: "forbidden"},
 		{Name: "put400level", Req: Request{Method: http.MethodPut, Path: path, Token: admin, JSON: map[string]any{"logging": map[string]any{"level": "loud", "filter": "bad pattern!"}}}, Status: http.StatusBadRequest, Code: "validation_failed",

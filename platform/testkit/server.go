@@ -57,6 +57,12 @@ func NewServer(t testing.TB, bdb *bun.DB, build func(p *app.Platform) []module.M
 	if o.Configure != nil {
 		o.Configure(cfg)
 	}
+	if cfg.Redis.Prefix == "" {
+		// Servers over one database are replicas of one deployment: they share
+		// a Redis namespace, and no other test run (on a shared Redis) does.
+		p, _ := redisPrefixes.LoadOrStore(bdb, UniqueName("agritrade-test:")+":")
+		cfg.Redis.Prefix = p.(string)
+	}
 	logs := &bytes.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := app.Open(ctx, cfg, app.Options{DB: bdb, LogOutput: &lockedWriter{w: logs}})
@@ -90,6 +96,9 @@ func NewServer(t testing.TB, bdb *bun.DB, build func(p *app.Platform) []module.M
 	}
 	return s
 }
+
+// redisPrefixes holds the redis.prefix of each test database.
+var redisPrefixes sync.Map
 
 type lockedWriter struct {
 	mu sync.Mutex

@@ -86,10 +86,14 @@ type Load struct {
 	Status              Status
 	Files               []filestore.Ref
 	Tags                []string
-	CreatedBy           string
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
-	CompletedAt         *time.Time
+	// CreatorID is the organisation that created the load and whose reference
+	// space holds its reference: the carrier for the carrier form, else the
+	// organiser. It is not part of the API's load shape.
+	CreatorID   string
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
 }
 
 // Weight is the weight object of the API: an amount in a named unit.
@@ -358,7 +362,7 @@ func (c CarrierForm) Draft(f *apierr.Fields) Draft {
 		CarrierID: c.CarrierID, CarrierName: c.CarrierName, Reference: c.Reference,
 		DeliveryDateISO: c.DeliveryDateISO, Weight: c.Weight.Value,
 		PickupPostcode: deref(c.PickupPostcode), DropoffPostcode: deref(c.DropoffPostcode),
-		organiserPaths: [2]string{"organisationId", "organisationName"},
+		organiserPaths: [2]string{"organisationId", "organisationName"}, byCarrier: true,
 	}
 	if d.OrganiserID == "" {
 		// The carrier organises its own load unless it names someone else;
@@ -425,16 +429,40 @@ type Draft struct {
 
 	// organiserPaths names the members that carried the organiser (they differ per form).
 	organiserPaths [2]string
-	deliveryDate   time.Time
+	// byCarrier marks a carrier-form draft: the carrier creates the load.
+	byCarrier    bool
+	deliveryDate time.Time
 }
 
-// Key is a draft's business key: (organiser, reference).
-func (d *Draft) Key() Key { return Key{OrganiserID: d.OrganiserID, Reference: d.Reference} }
+// Creator is the organisation that creates the load: the carrier of a
+// carrier-form draft, else the organiser (organiser form, batch rows). The
+// caller must be a member of it, and the load's reference belongs to its
+// reference space (API.md, "Loads").
+func (d *Draft) Creator() string {
+	if d.byCarrier {
+		return d.CarrierID
+	}
+	return d.OrganiserID
+}
 
-// Key is the unique business key of a load.
+// Key is a draft's business key: (creator, organiser, reference).
+func (d *Draft) Key() Key {
+	return Key{CreatorID: d.Creator(), OrganiserID: d.OrganiserID, Reference: d.Reference}
+}
+
+// Key is the unique business key of a load: an organiser's reference within
+// the reference space of the organisation that created the load. A carrier's
+// load naming organisation A (creator the carrier) and A's own load (creator
+// A) may share A's reference without touching each other.
 type Key struct {
+	CreatorID   string
 	OrganiserID string
 	Reference   string
+}
+
+// Key returns the load's business key.
+func (l *Load) Key() Key {
+	return Key{CreatorID: l.CreatorID, OrganiserID: l.Organiser.ID, Reference: l.Reference}
 }
 
 // Validate trims the draft and records every failing field. commodityId
@@ -527,7 +555,7 @@ func checkTags(f *apierr.Fields, tags []string) []string {
 func NewLoad(id string, d *Draft, c Commodity, files []filestore.Ref, createdBy string, now time.Time) *Load {
 	l := &Load{
 		ID: id, Reference: d.Reference, Organiser: Party{ID: d.OrganiserID, Name: d.OrganiserName},
-		Status: StatusUpcoming, CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now, Files: files,
+		Status: StatusUpcoming, CreatorID: d.Creator(), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now, Files: files,
 	}
 	if d.CarrierID != "" {
 		l.Carrier = &Party{ID: d.CarrierID, Name: d.CarrierName}

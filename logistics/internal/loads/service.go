@@ -70,21 +70,28 @@ func (s *Service) CreateAsOrganiser(ctx context.Context, p *auth.Principal, form
 	for i := range forms {
 		drafts[i] = forms[i].Draft(at(&f, i, list))
 	}
-	return s.create(ctx, p, drafts, &f, list, func(d *Draft) (string, bool) { return d.OrganiserID, p.MemberOf(d.OrganiserID) })
+	return s.create(ctx, p, drafts, &f, list)
 }
 
 // CreateAsCarrier creates loads from carrier forms: all or nothing. The caller
-// must be a member of every carrier organisation.
+// must be a member of every carrier organisation; the organisation a form
+// names as organiser need not be the caller's (a carrier records the loads it
+// hauls for its customers), and the load's reference then lives in the
+// carrier's reference space, not the organiser's.
 func (s *Service) CreateAsCarrier(ctx context.Context, p *auth.Principal, forms []CarrierForm, list bool) ([]*Load, error) {
 	var f apierr.Fields
 	drafts := make([]Draft, len(forms))
 	for i := range forms {
 		drafts[i] = forms[i].Draft(at(&f, i, list))
 	}
-	return s.create(ctx, p, drafts, &f, list, func(d *Draft) (string, bool) { return d.CarrierID, p.MemberOf(d.CarrierID) })
+	return s.create(ctx, p, drafts, &f, list)
 }
 
-func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft, f *apierr.Fields, list bool, allowed func(*Draft) (string, bool)) ([]*Load, error) {
+// create checks and inserts drafts, all or nothing: the caller must be a
+// member of each draft's creator (403 otherwise, before anything is looked
+// up in the caller's name), and each key must be new in its creator's
+// reference space (409).
+func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft, f *apierr.Fields, list bool) ([]*Load, error) {
 	for i := range drafts {
 		drafts[i].Validate(at(f, i, list))
 	}
@@ -100,7 +107,7 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 		return nil, err
 	}
 	for i := range drafts {
-		if org, ok := allowed(&drafts[i]); !ok {
+		if org := drafts[i].Creator(); !p.MemberOf(org) {
 			return nil, apierr.Forbidden("you are not a member of organisation %s", org)
 		}
 	}
@@ -122,7 +129,7 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 			return err
 		}
 		if len(taken) > 0 {
-			return apierr.Conflict("organiser %s already has a load with reference %q", taken[0].OrganiserID, taken[0].Reference)
+			return apierr.Conflict("a load of organiser %s with reference %q already exists", taken[0].OrganiserID, taken[0].Reference)
 		}
 		return s.store.Insert(ctx, tx, loads)
 	})
@@ -567,9 +574,10 @@ func (s *Service) Import(ctx context.Context, p *auth.Principal, fn func(ctx con
 	return nil
 }
 
-// Upsert writes drafts by (organiser, reference): a new key creates a load, a
-// known one updates it unless nothing changed, and a completed load never
-// changes. Each draft stands alone: one that fails is reported (a validation
+// Upsert writes drafts by (organiser, reference) in the organiser's own
+// reference space: a new key creates a load, a known one updates it unless
+// nothing changed, and a completed load never changes. Loads that carriers
+// created naming the organiser are in the carriers' spaces: never touched. Each draft stands alone: one that fails is reported (a validation
 // error, 403 or 409) and changes nothing. Keys must not repeat within one
 // call. err is for infrastructure failures.
 func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcome, error) {
@@ -588,8 +596,8 @@ func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcom
 		switch {
 		case !fields[i].Empty():
 			out[i].Err = fields[i].Err()
-		case !p.MemberOf(drafts[i].OrganiserID):
-			out[i].Err = apierr.Forbidden("you are not a member of organisation %s", drafts[i].OrganiserID)
+		case !p.MemberOf(drafts[i].Creator()):
+			out[i].Err = apierr.Forbidden("you are not a member of organisation %s", drafts[i].Creator())
 		case slices.Contains(keys, drafts[i].Key()):
 			out[i].Err = apierr.Conflict("reference %q is repeated", drafts[i].Reference)
 		default:
@@ -602,7 +610,7 @@ func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcom
 	}
 	byKey := make(map[Key]*Load, len(existing))
 	for _, l := range existing {
-		byKey[Key{OrganiserID: l.Organiser.ID, Reference: l.Reference}] = l
+		byKey[l.Key()] = l
 	}
 	var write []*Load
 	writer := map[Key]int{}

@@ -53,6 +53,7 @@ type loadRow struct {
 	Files               string     `bun:"files"`
 	Tags                string     `bun:"tags"`
 	Search              string     `bun:"search"`
+	CreatorOrgID        string     `bun:"creator_org_id"`
 	CreatedBy           string     `bun:"created_by"`
 	CreatedAt           time.Time  `bun:"created_at"`
 	UpdatedAt           time.Time  `bun:"updated_at"`
@@ -65,7 +66,7 @@ var loadColumns = []string{
 	"id", "reference", "organiser_id", "organiser_name", "carrier_id", "carrier_name", "driver_id", "driver_name",
 	"commodity_id", "commodity_name", "weight_unit", "weight_conversion", "delivery_date", "delivery_date_iso",
 	"pickup_postcode", "dropoff_postcode", "weight", "weight_net", "vehicle_registration", "ticket_number",
-	"status", "files", "tags", "created_by", "created_at", "updated_at", "completed_at",
+	"status", "files", "tags", "creator_org_id", "created_by", "created_at", "updated_at", "completed_at",
 }
 
 // mutableColumns are what an import row may change on an existing load.
@@ -90,7 +91,7 @@ func toRow(l *Load) (*loadRow, error) {
 		WeightConversion: l.Commodity.Conversion, DeliveryDate: l.DeliveryDate.UTC(), DeliveryDateISO: l.DeliveryDateISO,
 		PickupPostcode: l.PickupPostcode, DropoffPostcode: l.DropoffPostcode, Weight: l.Weight, WeightNet: l.WeightNet,
 		VehicleRegistration: l.VehicleRegistration, TicketNumber: l.TicketNumber, Status: string(l.Status),
-		Files: string(files), Tags: string(tags), Search: l.SearchText(), CreatedBy: l.CreatedBy,
+		Files: string(files), Tags: string(tags), Search: l.SearchText(), CreatorOrgID: l.CreatorID, CreatedBy: l.CreatedBy,
 		CreatedAt: l.CreatedAt.UTC(), UpdatedAt: l.UpdatedAt.UTC(), CompletedAt: utcPtr(l.CompletedAt),
 	}
 	if l.Carrier != nil {
@@ -124,7 +125,7 @@ func (r *loadRow) load() (*Load, error) {
 		DeliveryDate: r.DeliveryDate.UTC(), DeliveryDateISO: r.DeliveryDateISO,
 		PickupPostcode: r.PickupPostcode, DropoffPostcode: r.DropoffPostcode, Weight: r.Weight, WeightNet: r.WeightNet,
 		VehicleRegistration: r.VehicleRegistration, TicketNumber: r.TicketNumber, Status: Status(r.Status),
-		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), CompletedAt: utcPtr(r.CompletedAt),
+		CreatorID: r.CreatorOrgID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), CompletedAt: utcPtr(r.CompletedAt),
 	}
 	if r.CarrierID != nil {
 		l.Carrier = &Party{ID: *r.CarrierID, Name: deref(r.CarrierName)}
@@ -165,8 +166,8 @@ func toRows(loads []*Load) ([]*loadRow, error) {
 	return rows, nil
 }
 
-// Insert writes new loads in one statement; a used (organiser, reference)
-// fails it with a unique violation.
+// Insert writes new loads in one statement; a used key (creator, organiser,
+// reference) fails it with a unique violation.
 func (s *Store) Insert(ctx context.Context, db bun.IDB, loads []*Load) error {
 	if len(loads) == 0 {
 		return nil
@@ -179,9 +180,10 @@ func (s *Store) Insert(ctx context.Context, db bun.IDB, loads []*Load) error {
 	return err
 }
 
-// Upsert writes loads by (organiser, reference) in one statement: new keys are
-// inserted, existing ones get the importable columns, except completed loads,
-// which never change. It answers the ids of the rows written by key.
+// Upsert writes loads by key (creator, organiser, reference) in one statement:
+// new keys are inserted, existing ones get the importable columns, except
+// completed loads, which never change. It answers the ids of the rows written
+// by key.
 func (s *Store) Upsert(ctx context.Context, db bun.IDB, loads []*Load) (map[Key]string, error) {
 	written := map[Key]string{}
 	if len(loads) == 0 {
@@ -191,22 +193,23 @@ func (s *Store) Upsert(ctx context.Context, db bun.IDB, loads []*Load) (map[Key]
 	if err != nil {
 		return nil, err
 	}
-	q := db.NewInsert().Model(&rows).On("CONFLICT (organiser_id, reference) DO UPDATE")
+	q := db.NewInsert().Model(&rows).On("CONFLICT (creator_org_id, organiser_id, reference) DO UPDATE")
 	for _, c := range mutableColumns {
 		q = q.Set("? = EXCLUDED.?", bun.Ident(c), bun.Ident(c))
 	}
 	var got []struct {
-		ID          string `bun:"id"`
-		OrganiserID string `bun:"organiser_id"`
-		Reference   string `bun:"reference"`
+		ID           string `bun:"id"`
+		CreatorOrgID string `bun:"creator_org_id"`
+		OrganiserID  string `bun:"organiser_id"`
+		Reference    string `bun:"reference"`
 	}
 	err = q.Where("?TableAlias.status <> ?", string(StatusCompleted)).
-		Returning("id, organiser_id, reference").Scan(ctx, &got)
+		Returning("id, creator_org_id, organiser_id, reference").Scan(ctx, &got)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
 	for _, g := range got {
-		written[Key{OrganiserID: g.OrganiserID, Reference: g.Reference}] = g.ID
+		written[Key{CreatorID: g.CreatorOrgID, OrganiserID: g.OrganiserID, Reference: g.Reference}] = g.ID
 	}
 	return written, nil
 }
@@ -249,22 +252,22 @@ func (s *Store) ByIDs(ctx context.Context, db bun.IDB, v Viewer, ids []string, f
 	return toLoads(rows)
 }
 
-// ByKeys returns the loads with these (organiser, reference) keys, whoever
-// sees them. The keys are joined as a VALUES list so that each is one probe of
-// the unique index, whatever the statistics say about the organiser (an import
-// adds its rows faster than statistics follow).
+// ByKeys returns the loads with these keys (creator, organiser, reference),
+// whoever sees them. The keys are joined as a VALUES list so that each is one
+// probe of the unique index, whatever the statistics say about the organiser
+// (an import adds its rows faster than statistics follow).
 func (s *Store) ByKeys(ctx context.Context, db bun.IDB, keys []Key) ([]*Load, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 2*len(keys))
+	args := make([]any, 0, 3*len(keys))
 	for _, k := range keys {
-		args = append(args, k.OrganiserID, k.Reference)
+		args = append(args, k.CreatorID, k.OrganiserID, k.Reference)
 	}
-	values := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(keys)), ", ")
+	values := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(keys)), ", ")
 	var rows []loadRow
 	err := db.NewSelect().Model(&rows).Column(loadColumns...).
-		Join("JOIN (VALUES "+values+") AS k ON ?TableAlias.organiser_id = k.column1 AND ?TableAlias.reference = k.column2", args...).
+		Join("JOIN (VALUES "+values+") AS k ON ?TableAlias.creator_org_id = k.column1 AND ?TableAlias.organiser_id = k.column2 AND ?TableAlias.reference = k.column3", args...).
 		Scan(ctx)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
@@ -280,7 +283,7 @@ func (s *Store) KeysTaken(ctx context.Context, db bun.IDB, keys []Key) ([]Key, e
 	}
 	out := make([]Key, len(found))
 	for i, l := range found {
-		out[i] = Key{OrganiserID: l.Organiser.ID, Reference: l.Reference}
+		out[i] = l.Key()
 	}
 	return out, nil
 }

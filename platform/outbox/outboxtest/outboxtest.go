@@ -28,6 +28,8 @@ type Delivery struct {
 	Verified bool
 	// Status is what the receiver answered.
 	Status int
+	// At is when the request arrived.
+	At time.Time
 }
 
 // Receiver is a local webhook endpoint.
@@ -85,8 +87,9 @@ func (r *Receiver) Release() {
 }
 
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
+	at := time.Now()
 	body, _ := io.ReadAll(req.Body)
-	d := Delivery{
+	d := Delivery{At: at,
 		EventID: req.Header.Get(outbox.HeaderEventID), Type: req.Header.Get(outbox.HeaderEventType),
 		Attempt: req.Header.Get(outbox.HeaderAttempt), Body: body,
 	}

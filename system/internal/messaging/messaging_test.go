@@ -487,3 +487,25 @@ func TestNotificationsReachTheWebhook(t *testing.T) {
 		}
 	})
 }
+
+// TestNotificationLeavesOnCommit: with a dispatcher that polls only once a
+// minute, a message's notification still reaches the webhook within moments
+// of the 2xx, because the commit of the message wakes the dispatcher. Two
+// writes: the first may meet the dispatcher's first pass at start-up, the
+// second finds it asleep.
+func TestNotificationLeavesOnCommit(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		recv := outboxtest.NewReceiver(t, "hook-secret")
+		s := testkit.NewServer(t, db, func(p *app.Platform) []module.Module {
+			return []module.Module{system.New(p.Deps(system.Name))}
+		}, testkit.Options{Configure: func(c *config.Config) {
+			c.Notify.Webhook.URL, c.Notify.Webhook.Secret = recv.URL, "hook-secret"
+			c.Notify.PollInterval = time.Minute
+		}})
+		a := client{s, s.Token(ann)}
+		for i := 1; i <= 2; i++ {
+			a.send(t, "/system/v1/conversations", map[string]any{"to": bob.UserID, "message": fmt.Sprintf("message %d", i)})
+			recv.WaitAccepted(t, i, 20*time.Second) // a third of the poll interval
+		}
+	})
+}
