@@ -254,12 +254,19 @@ func TestDownloads(t *testing.T) {
 
 	t.Run("slow but moving", func(t *testing.T) {
 		// On loopback the kernel grows the send buffer to megabytes, and a
-		// blocked write wakes only when a third of it is free: the write
-		// timeout must exceed that drain time (on a slow mobile link the
-		// buffer stays near the small bandwidth-delay product).
+		// blocked write wakes only when a third of it is free; on a slow
+		// mobile link it stays near the small bandwidth-delay product. The
+		// server's send buffers are set small here to stand for such a link.
 		cfg := testDeadlines
 		cfg.WriteIdleTimeout = 2 * time.Second
-		addr := deadlineServer(t, cfg, file)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newHTTPServer(cfg, file)
+		go func() { _ = srv.Serve(smallSendBuffers{ln}) }()
+		defer func() { _ = srv.Close() }()
+		addr := ln.Addr().String()
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -292,6 +299,17 @@ func TestDownloads(t *testing.T) {
 			t.Fatalf("the slow download's write failed: %v", err)
 		}
 	})
+}
+
+// smallSendBuffers gives accepted connections a 64 KiB send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(64 << 10)
+	}
+	return c, err
 }
 
 // TestMaxConns: connections over the cap wait in the backlog until one closes.
