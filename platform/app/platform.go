@@ -14,6 +14,7 @@ import (
 	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/logging"
@@ -45,7 +46,9 @@ type Platform struct {
 	Outbox *outbox.Dispatcher
 	// RateLimit is the per-client-IP limiter of public routes.
 	RateLimit ratelimit.Limiter
-	closers   []func() error
+	// Events feeds this replica's live event streams (events.Append).
+	Events  *events.Hub
+	closers []func() error
 }
 
 // Options tune Open.
@@ -110,6 +113,9 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, fmt.Errorf("file store: %w", err)
 	}
 	p.RateLimit = ratelimit.New(cfg, p.Redis)
+	p.Events = events.NewHub(p.DB, p.Bus, p.Log.Component("events"), events.Options{
+		Retention: cfg.Events.Retention, Heartbeat: cfg.Events.Heartbeat, MaxPerUser: cfg.Events.MaxPerUser, MaxStreams: cfg.Events.MaxStreams,
+	})
 	return p, nil
 }
 
@@ -155,7 +161,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Events: p.Events}
 }
 
 // Close releases everything Open opened, last first.
