@@ -573,5 +573,9 @@ func (s *sweeper) pass(n int) bool {
 	s.get("/livestock/v1/admin/reports", "/livestock/v1/admin/reports", fx.admin)
 	s.post("/livestock/v1/admin/listings/:id/review", "/livestock/v1/admin/listings/"+or(listing)+"/review", fx.admin, js(map[string]any{"decision": "clear"}))
 	s.post("/livestock/v1/listings/:id/close", l+"/close", fx.farmer, js(map[string]any{"status": "sold"}))
+	saved := s.created(s.post("/livestock/v1/saved-searches", "/livestock/v1/saved-searches", fx.buyer,
+		js(map[string]any{"name": "Sweep " + seq, "query": map[string]any{"f:commodityType": "sheep", "latitude": 54.3, "longitude": -2.7, "distanceKm": 50}})))
+	s.get("/livestock/v1/saved-searches", "/livestock/v1/saved-searches", fx.buyer)
+	s.send(http.MethodDelete, "/livestock/v1/saved-searches/:id", "/livestock/v1/saved-searches/"+or(saved), fx.buyer, payload{}, http.StatusOK)
 	return s.ok
 }
