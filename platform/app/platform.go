@@ -22,6 +22,7 @@ import (
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
+	"github.com/agritrade/api/platform/tabular"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 )
@@ -47,7 +48,9 @@ type Platform struct {
 	// RateLimit is the per-client-IP limiter of public routes.
 	RateLimit ratelimit.Limiter
 	// Events feeds this replica's live event streams (events.Append).
-	Events  *events.Hub
+	Events *events.Hub
+	// Imports limits the imports in flight on this replica.
+	Imports *tabular.Gate
 	closers []func() error
 }
 
@@ -116,6 +119,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 	p.Events = events.NewHub(p.DB, p.Bus, p.Log.Component("events"), events.Options{
 		Retention: cfg.Events.Retention, Heartbeat: cfg.Events.Heartbeat, MaxPerUser: cfg.Events.MaxPerUser, MaxStreams: cfg.Events.MaxStreams,
 	})
+	p.Imports = tabular.NewGate(cfg.Imports.MaxInFlight)
 	return p, nil
 }
 
@@ -161,7 +165,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Events: p.Events}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Events: p.Events, Imports: p.Imports}
 }
 
 // Close releases everything Open opened, last first.
