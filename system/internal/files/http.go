@@ -148,6 +148,11 @@ func (h *Handler) serve(c *gin.Context, rec *filestore.Record, inline bool) erro
 	}
 	hdr.Set("Content-Disposition", contentDisposition(inline, rec.Name))
 	c.Status(status)
+	if httpx.IsHead(c) {
+		// HEAD: the headers above are the answer; reading the bytes would be waste.
+		c.Writer.WriteHeaderNow()
+		return nil
+	}
 	buf := make([]byte, 64<<10)
 	if _, err := io.CopyBuffer(onlyWriter{c.Writer}, body, buf); err != nil {
 		// Headers are gone: the client sees a short body; the log says why.
