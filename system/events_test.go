@@ -211,6 +211,15 @@ func TestEventStreamAcrossReplicas(t *testing.T) {
 		if e := r.Error(t); r.Status != 400 || e.Code != "validation_failed" || strings.Join(e.Paths(), ",") != "Last-Event-ID" {
 			t.Fatalf("malformed Last-Event-ID: %d %s", r.Status, r.Body)
 		}
+		// HEAD answers the stream's headers and does not hold the connection.
+		if req, _ := http.NewRequest(http.MethodHead, baseA+"/system/v1/events", nil); req != nil {
+			req.Header.Set("Authorization", "Bearer "+a.Token(evBob))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil || res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+				t.Fatalf("HEAD: %v %v", err, res)
+			}
+			_ = res.Body.Close()
+		}
 		if r := a.Do(testkit.Request{Method: http.MethodGet, Path: "/system/v1/events"}); r.Status != 401 {
 			t.Fatalf("no token: %d", r.Status)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/httpx"
 	"github.com/gin-gonic/gin"
 )
 
@@ -84,6 +85,13 @@ func (h *Hub) Serve(c *gin.Context) error {
 		}
 	}
 
+	if httpx.IsHead(c) {
+		// HEAD: the headers of a stream, without holding one open.
+		c.Header("Content-Type", "text/event-stream")
+		c.Header("Cache-Control", "no-cache")
+		c.Status(http.StatusOK)
+		return nil
+	}
 	// A stream outlives any write deadline the server sets for ordinary answers.
 	rc := http.NewResponseController(c.Writer)
 	_ = rc.SetWriteDeadline(time.Time{})
