@@ -253,12 +253,9 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           s.Engine,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := newHTTPServer(s.P.Config.HTTP, s.Engine)
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	ln = limitListener(ln, s.P.Config.HTTP.MaxConns)
 	// Event streams never finish by themselves: shutdown ends them (clients
 	// reconnect elsewhere with Last-Event-ID) so that it is not held up.
 	srv.RegisterOnShutdown(s.P.Events.Close)

@@ -45,7 +45,8 @@ type Events struct {
 	Heartbeat time.Duration `mapstructure:"heartbeat"`
 	// MaxPerUser bounds one user's open streams per replica (429 above).
 	MaxPerUser int `mapstructure:"max_per_user"`
-	// MaxStreams bounds the open streams of one replica (503 above).
+	// MaxStreams bounds the open streams of one replica (503 above); each
+	// stream is one of the http.max_conns connections, so it stays below that.
 	MaxStreams int `mapstructure:"max_streams"`
 }
 
@@ -372,7 +373,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("events.retention", 24*time.Hour)
 	v.SetDefault("events.heartbeat", 25*time.Second)
 	v.SetDefault("events.max_per_user", 8)
-	v.SetDefault("events.max_streams", 20000)
+	v.SetDefault("events.max_streams", 3000)
 	v.SetDefault("log.format", "text")
 	v.SetDefault("log.level", "info")
 	for _, m := range []string{"system", "logistics", "livestock"} {

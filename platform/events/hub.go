@@ -21,7 +21,8 @@ type Options struct {
 	Heartbeat time.Duration
 	// MaxPerUser bounds the open streams of one user on one replica (429 above).
 	MaxPerUser int
-	// MaxStreams bounds the open streams of one replica (503 above).
+	// MaxStreams bounds the open streams of one replica (503 above); each
+	// stream is one of the http.max_conns connections, so it stays below that.
 	MaxStreams int
 	// PurgeEvery is the interval of the retention purge (default 10 min).
 	PurgeEvery time.Duration
@@ -38,7 +39,7 @@ func (o *Options) defaults() {
 		o.MaxPerUser = 8
 	}
 	if o.MaxStreams <= 0 {
-		o.MaxStreams = 20000
+		o.MaxStreams = 3000
 	}
 	if o.PurgeEvery <= 0 {
 		o.PurgeEvery = 10 * time.Minute
