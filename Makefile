@@ -18,7 +18,7 @@ TEST_FLAGS ?= -count=1 -timeout 20m
 
 # The per-module pattern targets (test-%, bench-%, version-%) must not be
 # .PHONY: make skips pattern rules for phony targets and would do nothing.
-.PHONY: run demo test build lint fmt vet bench release-check token tidy clean help
+.PHONY: run demo test build lint tidy-check fmt vet bench release-check token tidy clean help
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z%_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -73,6 +73,10 @@ release-check: ## MODULE=system VERSION=v1.0.0: the tag system/v1.0.0 must match
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && GOWORK=off GOFLAGS=-mod=mod $(GO) mod tidy) || exit 1; done
+
+tidy-check: ## fail when a module's go.mod or go.sum is not tidy (CI)
+	@$(MAKE) -s tidy
+	@git diff --exit-code -- '*/go.mod' '*/go.sum' || { echo "go.mod/go.sum not tidy: run make tidy and commit"; exit 1; }
 
 clean: ## remove build output (not ./data)
 	rm -rf bin

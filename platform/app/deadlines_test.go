@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -86,10 +87,8 @@ func openFDs(t *testing.T) int {
 func waitClosed(c net.Conn, within time.Duration) bool {
 	_ = c.SetReadDeadline(time.Now().Add(within))
 	_, err := io.Copy(io.Discard, c)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		return false
-	}
-	return true
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
 }
 
 // TestSlowClientsAreCut: a flood of connections that send their headers or
@@ -280,6 +279,7 @@ func TestDownloads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer func() { _ = res.Body.Close() }()
 		// 64 KiB each 20 ms, pausing throughout: most of the server's writes
 		// wait on the client, and none may be cut.
 		var n int64
@@ -328,8 +328,14 @@ func TestMaxConns(t *testing.T) {
 		held = append(held, c)
 		// A request answered, the connection then idles (keep-alive).
 		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		if res, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || res.StatusCode != http.StatusOK {
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
 			t.Fatalf("held connection: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("held connection: %d", res.StatusCode)
 		}
 	}
 	third, err := net.Dial("tcp", addr) // accepted by the kernel, not by the server
@@ -345,8 +351,12 @@ func TestMaxConns(t *testing.T) {
 	_ = held[0].Close()
 	_ = third.SetReadDeadline(time.Now().Add(5 * time.Second))
 	res, err := http.ReadResponse(bufio.NewReader(third), nil)
-	if err != nil || res.StatusCode != http.StatusOK {
+	if err != nil {
 		t.Fatalf("the waiting connection after one closed: %v", err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the waiting connection after one closed: %d", res.StatusCode)
 	}
 	_ = held[1].Close()
 }

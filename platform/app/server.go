@@ -80,9 +80,6 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 	return s, nil
 }
 
-// AddChecker adds a dependency to the readiness check.
-func (s *Server) AddChecker(c Checker) { s.checkers = append(s.checkers, c) }
-
 func (s *Server) mountModule(m module.Module) {
 	major := "v" + strings.SplitN(m.Version(), ".", 2)[0]
 	log := s.P.Logs.Module(m.Name())

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -259,9 +261,36 @@ type Handler func(c *gin.Context) error
 
 // H adapts a Handler: a returned error goes to the error middleware.
 func H(h Handler) gin.HandlerFunc {
+	name := runtime.FuncForPC(reflect.ValueOf(h).Pointer()).Name()
 	return func(c *gin.Context) {
+		if _, ok := c.Get(describeKey); ok {
+			c.Set(describeKey, name)
+			return
+		}
 		if err := h(c); err != nil {
 			apierr.Render(c, err)
 		}
 	}
+}
+
+// describeKey asks an H adapter for the name of the function it serves
+// instead of serving (HandlerName); no request carries it.
+const describeKey = "httpx.describe"
+
+// HandlerName is the function that serves a route: gin names only the last
+// handler of the chain, which for every route built with H is the adapter, so
+// the adapter is asked for the function it wraps.
+func HandlerName(r gin.RouteInfo) string {
+	if !strings.Contains(r.Handler, "/platform/httpx.H.") {
+		return r.Handler
+	}
+	c := &gin.Context{}
+	c.Set(describeKey, true)
+	r.HandlerFunc(c)
+	if name, ok := c.Get(describeKey); ok {
+		if s, ok := name.(string); ok {
+			return s
+		}
+	}
+	return r.Handler
 }

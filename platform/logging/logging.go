@@ -77,17 +77,6 @@ func (r *Registry) Module(name string) *Module {
 	return m
 }
 
-// Names lists the modules that have loggers.
-func (r *Registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.modules))
-	for n := range r.modules {
-		out = append(out, n)
-	}
-	return out
-}
-
 func (r *Registry) newFormatter() logrus.Formatter {
 	if r.format == "json" {
 		return &logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00"}

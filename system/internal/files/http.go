@@ -6,10 +6,6 @@
 // file references through it; this feature binds the multipart form as a
 // stream, and serves the bytes with ranges, entity tags and a safe
 // Content-Disposition.
-//
-// Thumbnails are not made yet. Their place is a filestore.Hook registered
-// with Service.OnStored (see New): it receives each stored record, can read
-// the bytes back with Service.Read and store a derived image beside them.
 package files
 
 import (
