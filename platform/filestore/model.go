@@ -75,6 +75,12 @@ type PutInput struct {
 	Organisations []string
 	// Body is read to its end; its error (if any) aborts the upload.
 	Body io.Reader
+	// Rest, when set, completes the input once Body has been read: form
+	// fields may follow the file part (multipart in any order), so the fields
+	// above are then only what came first. Values given early are checked
+	// before any byte is stored; what is missing is required only of the
+	// input Rest answers, and a failure then removes the stored bytes.
+	Rest func() (PutInput, error)
 }
 
 // Record is a stored file. URL is the plain download URL; SignedURL and

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,7 +129,14 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	u, err := validateInput(p, in)
 	if err != nil {
-		return nil, err
+		if in.Rest == nil {
+			return nil, err
+		}
+		// Fields may still come after the file: only what is wrong with the
+		// values already given fails now; what is missing waits for Rest.
+		if err := withoutMissing(err); err != nil {
+			return nil, err
+		}
 	}
 	head := make([]byte, HeadLen)
 	n, err := io.ReadFull(in.Body, head)
@@ -140,16 +148,20 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		return nil, apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "must not be empty", Data: map[string]any{}})
 	}
 	contentType, executable := Sniff(head)
-	if !Accepts(u.bucket, contentType, executable) {
+	if slices.Contains(Buckets, u.bucket) && !Accepts(u.bucket, contentType, executable) {
 		return nil, apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType)
 	}
 	now := s.opts.Now().UTC()
 	id := uuid.Must(uuid.NewV7()).String()
+	// The key starts with the bucket when it came before the file; a file
+	// sent before its bucket waits under "incoming" (the record keeps the key).
+	prefix := u.bucket
+	if !slices.Contains(Buckets, prefix) {
+		prefix = "incoming"
+	}
 	rec := &Record{
-		ID: id, Bucket: u.bucket, Type: u.typ, Name: u.name,
-		Path:        fmt.Sprintf("%s/%04d/%02d/%s", u.bucket, now.Year(), int(now.Month()), id),
-		ContentType: contentType, UserID: p.UserID, UserName: p.Name,
-		OrganisationID: u.org, Organisations: u.orgs, Tags: []string{},
+		ID: id, Path: fmt.Sprintf("%s/%04d/%02d/%s", prefix, now.Year(), int(now.Month()), id),
+		ContentType: contentType, UserID: p.UserID, UserName: p.Name, Tags: []string{},
 		Status: StatusActive, CreatedAt: now.Truncate(time.Second),
 	}
 	body := &uploadReader{r: io.MultiReader(bytes.NewReader(head), in.Body), hash: sha256.New(), max: s.opts.MaxBytes}
@@ -160,14 +172,32 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		}
 		return nil, s.storeError(err)
 	}
-	rec.Size = size
-	rec.Hash = hex.EncodeToString(body.hash.Sum(nil))
-	if err := s.store.insert(ctx, rec); err != nil {
-		// The record is what makes the bytes reachable: without it they go.
+	// The record is what makes the bytes reachable: whatever fails from here
+	// on removes them.
+	discard := func(err error) (*Record, error) {
 		if derr := s.blobs.Delete(context.WithoutCancel(ctx), rec.Path); derr != nil {
 			s.opts.Log.WithError(derr).WithField("key", rec.Path).Error("could not remove the bytes of an unrecorded upload")
 		}
 		return nil, err
+	}
+	if in.Rest != nil {
+		full, err := in.Rest()
+		if err != nil {
+			return discard(err)
+		}
+		full.Body = in.Body
+		if u, err = validateInput(p, full); err != nil {
+			return discard(err)
+		}
+		if !Accepts(u.bucket, contentType, executable) {
+			return discard(apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType))
+		}
+	}
+	rec.Bucket, rec.Type, rec.Name, rec.OrganisationID, rec.Organisations = u.bucket, u.typ, u.name, u.org, u.orgs
+	rec.Size = size
+	rec.Hash = hex.EncodeToString(body.hash.Sum(nil))
+	if err := s.store.insert(ctx, rec); err != nil {
+		return discard(err)
 	}
 	s.sign(rec)
 	return rec, nil
@@ -375,4 +405,21 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// withoutMissing drops the "required" entries of a validation error: with
+// fields still to come after the file, a missing one is not yet an error.
+// What is left (a value given but wrong) fails at once; nil when nothing is.
+func withoutMissing(err error) error {
+	e, ok := apierr.As(err)
+	if !ok || e.Code != apierr.CodeValidation {
+		return err
+	}
+	var f apierr.Fields
+	for _, v := range e.Validation {
+		if v.Code != "required" || v.Path == "file" {
+			f.Add(v.Path, v.Code, v.Message, v.Data)
+		}
+	}
+	return f.Err()
 }

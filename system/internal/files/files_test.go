@@ -391,7 +391,14 @@ func TestUploadRefusals(t *testing.T) {
 			{Name: "upload400duplicate", Req: post(append(fields("files", "misc", "a"), part{name: "bucket", value: "files"}, file([]byte("x")))...), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("bucket")},
 			{Name: "upload400fieldTooLong", Req: post(append(fields("files", "misc", "a"), part{name: "organisations", value: strings.Repeat("o", 9000)}, file([]byte("x")))...), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("organisations")},
 			{Name: "upload400empty", Req: post(append(fields("files", "misc", "empty.txt"), file(nil))...), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("file")},
-			{Name: "upload400fieldAfterFile", Req: post(append(fields("files", "misc", "late.txt"), file(bytes.Repeat([]byte("late "), 30000)), part{name: "organisationId", value: "org-farm"})...), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("organisationId")},
+			// Fields may follow the file (API.md): what they lack or break is
+			// found once the bytes are in, and the bytes then go again.
+			{Name: "upload400missingAfterFile", Req: post(file(bytes.Repeat([]byte("late "), 30000)), part{name: "bucket", value: "files"}), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("type", "name")},
+			{Name: "upload400enumAfterFile", Req: post(file([]byte("x")), part{name: "bucket", value: "pictures"}, part{name: "type", value: "misc"}, part{name: "name", value: "a"}), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("bucket")},
+			{Name: "upload400duplicateAfterFile", Req: post(append(fields("files", "misc", "a"), file([]byte("x")), part{name: "name", value: "b"})...), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("name")},
+			{Name: "upload400secondFile", Req: post(append(fields("files", "misc", "a"), file([]byte("x")), file([]byte("y")))...), Status: http.StatusBadRequest, Code: "validation_failed", Check: paths("file")},
+			{Name: "upload403foreignOrgAfterFile", Req: post(append(fields("files", "misc", "late.txt"), file(bytes.Repeat([]byte("late "), 30000)), part{name: "organisationId", value: "org-other"})...), Status: http.StatusForbidden, Code: "forbidden"},
+			{Name: "upload415afterFile", Req: post(file(elf), part{name: "bucket", value: "files"}, part{name: "type", value: "misc"}, part{name: "name", value: "tool"}), Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type"},
 			{Name: "upload403foreignOrg", Req: post(append(fields("files", "misc", "a.txt", part{name: "organisationId", value: "org-other"}), file([]byte("x")))...), Status: http.StatusForbidden, Code: "forbidden"},
 			{Name: "upload415elf", Req: post(append(fields("files", "misc", "tool"), file(elf))...), Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type"},
 			{Name: "upload415exe", Req: post(append(fields("files", "misc", "setup.pdf"), file(pe))...), Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type"},
@@ -412,6 +419,18 @@ func TestUploadRefusals(t *testing.T) {
 		// Exactly at the limit is fine, and is the only thing stored.
 		rec := e.mustUpload(t, farmer, append(fields("files", "misc", "limit.bin"), file(make([]byte, limit)))...)
 		if got := e.objects(t); len(got) != 1 || !strings.HasSuffix(got[0], rec.ID) || e.rowCount(t) != 1 {
+			t.Fatalf("store holds %v", got)
+		}
+		// The file first and every field after it: a generated client's order.
+		late := e.mustUpload(t, farmer, file([]byte("sent before its fields")), part{name: "name", value: "late.txt"},
+			part{name: "type", value: "misc"}, part{name: "organisations", value: "org-y"}, part{name: "bucket", value: "files"})
+		if late.Info.Name != "late.txt" || late.Info.Bucket != "files" || late.Type != "misc" || !slices.Equal(late.Info.Organisations, []string{"org-y"}) || late.Info.Size != 22 {
+			t.Fatalf("file-first upload recorded %+v", late.Info)
+		}
+		if r := e.Do(testkit.Request{Method: http.MethodGet, Path: filesPath + "/" + late.ID, Token: e.Token(farmer)}); r.Status != http.StatusOK || string(r.Body) != "sent before its fields" {
+			t.Fatalf("file-first download: %d %q", r.Status, r.Body)
+		}
+		if got := e.objects(t); len(got) != 2 {
 			t.Fatalf("store holds %v", got)
 		}
 		// Any organisation of the caller may own the file, not only the current one.

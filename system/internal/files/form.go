@@ -17,18 +17,20 @@ const (
 	// maxFieldBytes caps one text field; organisations is the longest one
 	// (50 ids of at most 100 characters and their commas).
 	maxFieldBytes = 8 << 10
-	// maxParts caps the parts before the file, so that a stream of tiny
-	// unknown parts cannot keep the handler busy.
+	// maxParts caps the text parts, so that a stream of tiny unknown parts
+	// cannot keep the handler busy.
 	maxParts = 32
 	// FormOverhead is what the body may carry beyond the file: boundaries,
 	// part headers and the text fields.
 	FormOverhead = 1 << 20
 )
 
-// form is the upload's text fields, read before the file part.
+// form is the upload's text fields, before and after the file part.
 type form struct {
-	in   filestore.PutInput
-	seen map[string]bool
+	in     filestore.PutInput
+	seen   map[string]bool
+	fields apierr.Fields
+	parts  int
 }
 
 // set stores a known field; false for a field the upload does not have.
@@ -61,48 +63,66 @@ func multipartReader(r *http.Request) (*multipart.Reader, error) {
 	return multipart.NewReader(r.Body, params["boundary"]), nil
 }
 
-// readForm reads the text fields up to the file part, which it returns
-// unread with the fields; the caller streams it. The fields may come in any
-// order, but all of them before the file part: that is what lets the content
-// go straight to the store. A missing file part answers an input with a nil
-// Body (the service then lists it with the other missing fields).
-func readForm(mr *multipart.Reader) (filestore.PutInput, *multipart.Part, error) {
-	f := form{seen: map[string]bool{}}
-	var fields apierr.Fields
-	for i := 0; ; i++ {
+// readForm reads the form up to the file part and returns the part unread;
+// the caller streams it through a fileBody, which reads the rest of the form
+// when the part ends. Text fields and the file part come in any order
+// (API.md, Conventions): fields before the file are checked before any byte
+// is stored, so a bad bucket or name fails fast; fields after it complete the
+// input once the bytes are in (form.rest). A form without a file part
+// answers a nil part (the service then lists file with the other missing
+// fields).
+func readForm(mr *multipart.Reader) (*form, *multipart.Part, error) {
+	f := &form{seen: map[string]bool{}}
+	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			return f.in, nil, fields.Err()
+			return f, nil, f.fields.Err()
 		}
 		if err != nil {
-			return f.in, nil, partError(err)
+			return f, nil, partError(err)
 		}
-		name := part.FormName()
-		if name == "file" {
-			if err := fields.Err(); err != nil {
-				return f.in, nil, err
+		if part.FormName() == "file" {
+			if err := f.fields.Err(); err != nil {
+				return f, nil, err
 			}
-			return f.in, part, nil
+			return f, part, nil
 		}
-		if i >= maxParts {
-			return f.in, nil, apierr.BadRequest("the upload has more than %d parts before the file", maxParts)
-		}
-		value, err := readField(part)
-		if err != nil {
-			if errors.Is(err, errFieldTooLong) {
-				fields.Add(name, "max_length", "is longer than the form field limit", map[string]any{"max": maxFieldBytes})
-				continue
-			}
-			return f.in, nil, partError(err)
-		}
-		if f.seen[name] && name != "organisations" {
-			fields.Add(name, "duplicate", "is given more than once", nil)
-			continue
-		}
-		if f.set(name, value) {
-			f.seen[name] = true
+		if err := f.read(part); err != nil {
+			return f, nil, err
 		}
 	}
+}
+
+// read takes one text part into the form. Field-level problems (too long,
+// repeated) are recorded in f.fields; the error is for a form that cannot be
+// read on (syntax, size, too many parts).
+func (f *form) read(part *multipart.Part) error {
+	f.parts++
+	if f.parts > maxParts {
+		return apierr.BadRequest("the upload has more than %d text parts", maxParts)
+	}
+	name := part.FormName()
+	value, err := readField(part)
+	if err != nil {
+		if errors.Is(err, errFieldTooLong) {
+			f.fields.Add(name, "max_length", "is longer than the form field limit", map[string]any{"max": maxFieldBytes})
+			return nil
+		}
+		return partError(err)
+	}
+	if f.seen[name] && name != "organisations" {
+		f.fields.Add(name, "duplicate", "is given more than once", nil)
+		return nil
+	}
+	if f.set(name, value) {
+		f.seen[name] = true
+	}
+	return nil
+}
+
+// rest is PutInput.Rest: the input with the fields that came after the file.
+func (f *form) rest() (filestore.PutInput, error) {
+	return f.in, f.fields.Err()
 }
 
 var errFieldTooLong = errors.New("form field too long")
@@ -133,12 +153,12 @@ func partError(err error) error {
 }
 
 // fileBody is the file part as the service reads it. At the end of the part
-// it checks that the form ends there too: a field after the file would come
-// too late to decide where the bytes go, so it fails the upload (the store
-// then keeps nothing) instead of being ignored.
+// it reads the rest of the form into the same form, so that fields sent after
+// the file count as much as those before it; a second file part is refused.
 type fileBody struct {
 	part *multipart.Part
 	mr   *multipart.Reader
+	form *form
 }
 
 func (b *fileBody) Read(p []byte) (int, error) {
@@ -149,14 +169,19 @@ func (b *fileBody) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	next, nerr := b.mr.NextPart()
-	switch {
-	case errors.Is(nerr, io.EOF):
-		return n, io.EOF
-	case nerr != nil:
-		return n, partError(nerr)
-	default:
-		return n, apierr.Invalid(apierr.FieldError{Path: next.FormName(), Code: "order",
-			Message: "must come before the file part", Data: map[string]any{}})
+	for {
+		next, nerr := b.mr.NextPart()
+		switch {
+		case errors.Is(nerr, io.EOF):
+			return n, io.EOF
+		case nerr != nil:
+			return n, partError(nerr)
+		case next.FormName() == "file":
+			return n, apierr.Invalid(apierr.FieldError{Path: "file", Code: "duplicate",
+				Message: "is given more than once: an upload carries one file", Data: map[string]any{}})
+		}
+		if rerr := b.form.read(next); rerr != nil {
+			return n, rerr
+		}
 	}
 }

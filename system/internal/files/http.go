@@ -55,12 +55,14 @@ func (h *Handler) upload(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	in, part, err := readForm(mr)
+	f, part, err := readForm(mr)
 	if err != nil {
 		return err
 	}
+	in := f.in
 	if part != nil {
-		in.Body = &fileBody{part: part, mr: mr}
+		in.Body = &fileBody{part: part, mr: mr, form: f}
+		in.Rest = f.rest
 	}
 	rec, err := h.files.Put(c.Request.Context(), auth.FromContext(c), in)
 	if err != nil {

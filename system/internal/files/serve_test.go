@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -149,20 +148,20 @@ func FuzzReadForm(f *testing.F) {
 	f.Add(seed("Content-Disposition: form-data; name=\"file\"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n=41=42"))
 	f.Fuzz(func(t *testing.T, body string) {
 		mr := multipart.NewReader(strings.NewReader(body), "B")
-		in, part, err := readForm(mr)
+		f, part, err := readForm(mr)
 		if err != nil {
 			checkTyped(t, err)
 			return
 		}
 		if part == nil {
-			if in.Body != nil {
-				t.Fatal("no file part but a body")
-			}
 			return
 		}
-		fb := &fileBody{part: part, mr: mr}
+		fb := &fileBody{part: part, mr: mr, form: f}
 		_, err = io.Copy(io.Discard, io.LimitReader(fb, 1<<20))
 		if err != nil {
+			checkTyped(t, err)
+		}
+		if _, err := f.rest(); err != nil {
 			checkTyped(t, err)
 		}
 	})
@@ -179,33 +178,58 @@ func checkTyped(t *testing.T, err error) {
 	}
 }
 
-// TestFileBodyOrder: the file part must end the form.
-func TestFileBodyOrder(t *testing.T) {
-	body := "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\ncontent\r\n" +
-		"--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nlate\r\n--B--\r\n"
+// TestFileBody_FieldsAfterTheFileJoinTheForm: text fields and the file part
+// come in any order (API.md); fields after the file complete the input once
+// its bytes are read, and a second file part is refused.
+func TestFileBody_FieldsAfterTheFileJoinTheForm(t *testing.T) {
+	body := "--B\r\nContent-Disposition: form-data; name=\"bucket\"\r\n\r\nimages\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\ncontent\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nlate.png\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"organisations\"\r\n\r\nO2,O3\r\n--B--\r\n"
 	mr := multipart.NewReader(strings.NewReader(body), "B")
-	_, part, err := readForm(mr)
+	f, part, err := readForm(mr)
 	if err != nil || part == nil {
 		t.Fatalf("readForm: %v %v", part, err)
 	}
-	got, err := io.ReadAll(&fileBody{part: part, mr: mr})
-	e, ok := apierr.As(err)
-	if !bytes.Equal(got, []byte("content")) || !ok || e.Code != apierr.CodeValidation || e.Validation[0].Path != "name" || e.Validation[0].Code != "order" {
-		t.Fatalf("read %q, err %v", got, err)
+	if f.in.Bucket != "images" || f.in.Name != "" {
+		t.Fatalf("before the file: %+v", f.in)
 	}
-	// Properly ended: io.EOF, nothing else.
-	body = "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\ncontent\r\n--B--\r\n"
-	mr = multipart.NewReader(strings.NewReader(body), "B")
-	_, part, _ = readForm(mr)
-	got, err = io.ReadAll(&fileBody{part: part, mr: mr})
+	got, err := io.ReadAll(&fileBody{part: part, mr: mr, form: f})
 	if err != nil || string(got) != "content" {
 		t.Fatalf("read %q, err %v", got, err)
+	}
+	in, err := f.rest()
+	if err != nil || in.Bucket != "images" || in.Name != "late.png" || strings.Join(in.Organisations, ",") != "O2,O3" {
+		t.Fatalf("rest: %+v %v", in, err)
+	}
+	// A field repeated after the file is reported by rest, with its path.
+	body = "--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\na\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\ncontent\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nb\r\n--B--\r\n"
+	mr = multipart.NewReader(strings.NewReader(body), "B")
+	f, part, _ = readForm(mr)
+	if _, err := io.ReadAll(&fileBody{part: part, mr: mr, form: f}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rest(); err == nil {
+		t.Fatal("a repeated name after the file was accepted")
+	} else if e, ok := apierr.As(err); !ok || e.Validation[0].Path != "name" || e.Validation[0].Code != "duplicate" {
+		t.Fatalf("repeated name: %v", err)
+	}
+	// A second file part is refused.
+	body = "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\none\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b\"\r\n\r\ntwo\r\n--B--\r\n"
+	mr = multipart.NewReader(strings.NewReader(body), "B")
+	f, part, _ = readForm(mr)
+	_, err = io.ReadAll(&fileBody{part: part, mr: mr, form: f})
+	if e, ok := apierr.As(err); !ok || e.Code != apierr.CodeValidation || e.Validation[0].Path != "file" {
+		t.Fatalf("second file: %v", err)
 	}
 	// Cut off before the closing boundary.
 	body = "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\ncontent"
 	mr = multipart.NewReader(strings.NewReader(body), "B")
-	_, part, _ = readForm(mr)
-	_, err = io.ReadAll(&fileBody{part: part, mr: mr})
+	f, part, _ = readForm(mr)
+	_, err = io.ReadAll(&fileBody{part: part, mr: mr, form: f})
 	if e, ok := apierr.As(err); !ok || e.Code != apierr.CodeBadRequest || errors.Is(err, io.EOF) {
 		t.Fatalf("truncated form: %v", err)
 	}
