@@ -44,6 +44,30 @@ func upload(t testing.TB, token, filename string, content []byte, fields ...stri
 	return testkit.Request{Method: http.MethodPost, Path: batchPath, Token: token, Body: bytes.NewReader(b.Bytes()), ContentType: w.FormDataContentType()}
 }
 
+// uploadFileFirst is upload with the file part first and the form fields
+// after it, the order "Try it" and generated clients may send.
+func uploadFileFirst(t testing.TB, token, filename string, content []byte, fields ...string) testkit.Request {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	fw, err := w.CreateFormFile("file", filename)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write(content); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(fields); i += 2 {
+		if err := w.WriteField(fields[i], fields[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return testkit.Request{Method: http.MethodPost, Path: batchPath, Token: token, Body: bytes.NewReader(b.Bytes()), ContentType: w.FormDataContentType()}
+}
+
 // Result is the decoded import result.
 type Result struct {
 	Success    int `json:"success"`
@@ -208,6 +232,31 @@ func TestBatchUploadRequests(t *testing.T) {
 			{Name: "batch415", Req: upload(t, org, "loads.pdf", []byte("%PDF-1.7\x00\x01\x02 binary")), Status: 415, Code: "unsupported_media_type"},
 			{Name: "batch415xls", Req: upload(t, org, "loads.xls", []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 0, 0}), Status: 415, Code: "unsupported_media_type"},
 			{Name: "batch400emptyFile", Req: upload(t, org, "empty.csv", []byte("  \n")), Status: 400},
+			{Name: "batch403organisationAfterFile", Req: uploadFileFirst(t, org, "loads.csv", ok, "organisationId", "org-haul", "organisationName", "Haul Ltd"), Status: 403, Code: "forbidden"},
+			{Name: "batch400secondFile", Req: func() testkit.Request {
+				var b bytes.Buffer
+				w := multipart.NewWriter(&b)
+				for _, name := range []string{"a.csv", "b.csv"} {
+					fw, err := w.CreateFormFile("file", name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, _ = fw.Write(ok)
+				}
+				_ = w.Close()
+				return testkit.Request{Method: http.MethodPost, Path: batchPath, Token: org, Body: bytes.NewReader(b.Bytes()), ContentType: w.FormDataContentType()}
+			}(), Status: 400, Code: "validation_failed"},
+			{Name: "batch200formDefaultsAfterFile", Req: uploadFileFirst(t, s.Token(lt.Carrier), "loads.csv", []byte("Reference, CommodityID ,deliveryDateISO\nR-10,2,2026-10-01\n"), "organisationId", "org-haul", "organisationName", "Haul Ltd"), Status: 200,
+				Check: func(t *testing.T, r *testkit.Response) {
+					var res Result
+					r.Decode(t, &res)
+					if res.Success != 1 {
+						t.Fatalf("result %s", r.Body)
+					}
+					if _, l := lt.Get(t, s, lt.Carrier, res.Results[0].ID); l.Organiser.ID != "org-haul" || l.Organiser.Name != "Haul Ltd" {
+						t.Errorf("fields after the file were not applied: organiser %+v", l.Organiser)
+					}
+				}},
 			{Name: "batch200formDefaults", Req: upload(t, s.Token(lt.Carrier), "loads.csv", []byte("Reference, CommodityID ,deliveryDateISO\nR-9,2,2026-10-01\n"), "organisationId", "org-haul", "organisationName", "Haul Ltd"), Status: 200,
 				Check: func(t *testing.T, r *testkit.Response) {
 					var res Result
