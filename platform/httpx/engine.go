@@ -58,6 +58,7 @@ func NewEngine(o Options) *gin.Engine {
 	e.Use(accessLog(o.Metrics))
 	e.Use(apierr.Middleware(apierr.RenderOptions{Debug: o.Debug, Logger: func(c *gin.Context) logrus.FieldLogger { return Logger(c) }, Unavailable: o.Unavailable}))
 	e.Use(limitJSONBody(o.MaxBodyBytes))
+	e.Use(checkParams())
 	e.NoRoute(func(c *gin.Context) {
 		apierr.Render(c, apierr.New(apierr.CodeNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
