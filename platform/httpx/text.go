@@ -382,8 +382,20 @@ func (s *jsonScan) unicodeEscape(i int) (rune, int) {
 		if at+6 > len(s.raw) || s.raw[at] != '\\' || s.raw[at+1] != 'u' {
 			return 0, false
 		}
-		v, err := strconv.ParseUint(string(s.raw[at+2:at+6]), 16, 32)
-		return rune(v), err == nil
+		var r rune
+		for _, h := range s.raw[at+2 : at+6] {
+			switch {
+			case h >= '0' && h <= '9':
+				r = r<<4 | rune(h-'0')
+			case h >= 'a' && h <= 'f':
+				r = r<<4 | rune(h-'a'+10)
+			case h >= 'A' && h <= 'F':
+				r = r<<4 | rune(h-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
 	}
 	r, ok := hex4(i)
 	if !ok {
