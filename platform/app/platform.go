@@ -21,6 +21,7 @@ import (
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
+	"github.com/agritrade/api/platform/tabular"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 )
@@ -45,7 +46,9 @@ type Platform struct {
 	Outbox *outbox.Dispatcher
 	// RateLimit is the per-client-IP limiter of public routes.
 	RateLimit ratelimit.Limiter
-	closers   []func() error
+	// Imports limits the imports in flight on this replica.
+	Imports *tabular.Gate
+	closers []func() error
 }
 
 // Options tune Open.
@@ -110,6 +113,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, fmt.Errorf("file store: %w", err)
 	}
 	p.RateLimit = ratelimit.New(cfg, p.Redis)
+	p.Imports = tabular.NewGate(cfg.Imports.MaxInFlight)
 	return p, nil
 }
 
@@ -155,7 +159,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Imports: p.Imports}
 }
 
 // Close releases everything Open opened, last first.

@@ -5,6 +5,7 @@ package module
 
 import (
 	"context"
+	"github.com/agritrade/api/platform/tabular"
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
@@ -66,4 +67,7 @@ type Deps struct {
 	// Cache is the shared cache (memory or Redis per cache.backend); its
 	// removals reach every replica.
 	Cache cache.Cache
+	// Imports limits the spreadsheet imports in flight on this replica
+	// (imports.max_in_flight); nil admits all.
+	Imports *tabular.Gate
 }
