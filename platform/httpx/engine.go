@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Header names the API sets on every response.
@@ -42,6 +43,9 @@ type Options struct {
 	// Unavailable classifies the dependencies' failures for the error
 	// middleware (503 instead of 500; see apierr.Classifier).
 	Unavailable []apierr.Classifier
+	// Tracing, when set, runs first: the server span of the request (and the
+	// trace context every later middleware and log entry sees).
+	Tracing gin.HandlerFunc
 }
 
 // NewEngine returns a gin engine with the shared middleware in place.
@@ -52,6 +56,9 @@ func NewEngine(o Options) *gin.Engine {
 	e.RemoveExtraSlash = true
 	if err := e.SetTrustedProxies(nil); err != nil {
 		panic(err) // nil is always accepted
+	}
+	if o.Tracing != nil {
+		e.Use(o.Tracing)
 	}
 	e.Use(requestID(o.Log, o.Version))
 	e.Use(cors(o.CORSOrigins))
@@ -78,7 +85,7 @@ func requestID(log *logging.Module, version string) gin.HandlerFunc {
 			c.Header(HeaderAPIVersion, version)
 		}
 		if log != nil {
-			c.Set(loggerKey, log.Component("http").WithField("request_id", id))
+			c.Set(loggerKey, requestEntry(log, c, id))
 		}
 		c.Next()
 	}
@@ -91,9 +98,19 @@ func Scope(log *logging.Module, version string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Header(HeaderAPIVersion, header)
 		c.Set(moduleKey, log.Name())
-		c.Set(loggerKey, log.Component("http").WithField("request_id", RequestID(c)))
+		c.Set(loggerKey, requestEntry(log, c, RequestID(c)))
 		c.Next()
 	}
+}
+
+// requestEntry is the request's logger: its id, and its trace when one is
+// recorded (the logging hook reads trace and span ids from the context).
+func requestEntry(log *logging.Module, c *gin.Context, id string) *logrus.Entry {
+	e := log.Component("http").WithField(logging.RequestIDField, id)
+	if ctx := c.Request.Context(); trace.SpanContextFromContext(ctx).IsValid() {
+		e = e.WithContext(logging.WithRequestID(ctx, id))
+	}
+	return e
 }
 
 // RequestID returns the id of the request.
