@@ -50,7 +50,7 @@ func New(deps module.Deps, commodities Commodities) *Module {
 	return &Module{
 		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
 		loads:   loads.NewHandler(svc, deps.Config.HTTP.MaxListItems),
-		imports: imports.NewHandler(imports.NewService(svc, deps.Log.Component("loads:import")), deps.Config.Files.MaxUploadMB<<20),
+		imports: imports.NewHandler(imports.NewService(svc, deps.Log.Component("loads:import")), deps.Config.Files.MaxUploadMB<<20, deps.Imports),
 	}
 }
 

@@ -63,7 +63,7 @@ func New(deps module.Deps) *Module {
 
 // Mount binds the module's routes.
 func (m *Module) Mount(r module.Routes) {
-	refdata.Mount(r.API, m.refdata, m.deps.Config.Files.MaxUploadMB<<20)
+	refdata.Mount(r.API, m.refdata, m.deps.Config.Files.MaxUploadMB<<20, m.deps.Imports)
 	admin.Mount(r.API, m.admin)
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
 	messaging.Mount(r.API, messaging.NewService(m.deps.DB))

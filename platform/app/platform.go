@@ -51,6 +51,8 @@ type Platform struct {
 	RateLimit ratelimit.Limiter
 	// Tracing is OpenTelemetry tracing; nil when off (no otel.endpoint).
 	Tracing *telemetry.Tracing
+	// Imports limits the imports in flight on this replica.
+	Imports *tabular.Gate
 	closers []func() error
 }
 
@@ -140,6 +142,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 	}
 	p.RateLimit = ratelimit.New(cfg, p.Redis)
 	p.registerMetrics(ctx)
+	p.Imports = tabular.NewGate(cfg.Imports.MaxInFlight)
 	return p, nil
 }
 
@@ -185,7 +188,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Tracing: p.Tracing}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Imports: p.Imports, Tracing: p.Tracing}
 }
 
 // Close releases everything Open opened, last first.

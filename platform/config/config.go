@@ -33,6 +33,7 @@ type Config struct {
 	Locations Locations `mapstructure:"locations"`
 	RateLimit RateLimit `mapstructure:"ratelimit"`
 	Otel      Otel      `mapstructure:"otel"`
+	Imports   Imports   `mapstructure:"imports"`
 	Debug     bool      `mapstructure:"debug"`
 }
 
@@ -45,6 +46,13 @@ type Otel struct {
 	ServiceName string `mapstructure:"service_name"`
 }
 
+// Imports bounds the spreadsheet imports (variety import, load batches).
+type Imports struct {
+	// MaxInFlight is how many imports one replica runs at once; more answer
+	// 429 with Retry-After. 0 or less: no limit.
+	MaxInFlight int `mapstructure:"max_in_flight"`
+}
+
 // HTTP configures the listener and request limits.
 type HTTP struct {
 	Addr            string        `mapstructure:"addr"`
@@ -52,6 +60,22 @@ type HTTP struct {
 	MaxListItems    int           `mapstructure:"max_list_items"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 	CORSOrigins     []string      `mapstructure:"cors_origins"`
+	// ReadHeaderTimeout bounds the reading of a request's line and headers,
+	// MaxHeaderKB their size.
+	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
+	MaxHeaderKB       int           `mapstructure:"max_header_kb"`
+	// BodyIdleTimeout is the longest wait for the next bytes of a request
+	// body; BodyMinRate (bytes per second) the least average rate of a body
+	// over the time spent waiting for it, once BodyIdleTimeout has passed. A
+	// slow upload that keeps moving is never cut; a stalled or dribbling one is.
+	BodyIdleTimeout time.Duration `mapstructure:"body_idle_timeout"`
+	BodyMinRate     int64         `mapstructure:"body_min_rate"`
+	// WriteIdleTimeout is the longest a client may take to accept each
+	// WriteChunkKB of a response: a stalled download is cut, a slow one is not.
+	WriteIdleTimeout time.Duration `mapstructure:"write_idle_timeout"`
+	// MaxConns caps the connections open at once; more wait in the listen
+	// backlog. 0 or less: no cap.
+	MaxConns int `mapstructure:"max_conns"`
 }
 
 // DB selects the database: a postgres:// DSN, or SQLite (empty or sqlite: DSN).
@@ -300,6 +324,13 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("http.max_list_items", 1000)
 	v.SetDefault("http.shutdown_timeout", 20*time.Second)
 	v.SetDefault("http.cors_origins", []string{})
+	v.SetDefault("http.read_header_timeout", 10*time.Second)
+	v.SetDefault("http.max_header_kb", 64)
+	v.SetDefault("http.body_idle_timeout", 60*time.Second)
+	v.SetDefault("http.body_min_rate", 1024)
+	v.SetDefault("http.write_idle_timeout", 60*time.Second)
+	v.SetDefault("http.max_conns", 4096)
+	v.SetDefault("imports.max_in_flight", 2)
 	v.SetDefault("base_url", "")
 	v.SetDefault("data_dir", "./data")
 	v.SetDefault("db.dsn", "")

@@ -5,6 +5,7 @@ package module
 
 import (
 	"context"
+	"github.com/agritrade/api/platform/tabular"
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
@@ -69,4 +70,7 @@ type Deps struct {
 	Cache cache.Cache
 	// Tracing instruments outgoing HTTP calls (Tracing.Transport); nil is off.
 	Tracing *telemetry.Tracing
+	// Imports limits the spreadsheet imports in flight on this replica
+	// (imports.max_in_flight); nil admits all.
+	Imports *tabular.Gate
 }

@@ -25,8 +25,9 @@ func openCSV(br *bufio.Reader, head []byte, o Options) (rowSource, error) {
 		}
 		head = head[len(utf8BOM):]
 	}
-	cr := csv.NewReader(&lineLimiter{r: br, max: o.MaxRowBytes})
-	cr.Comma = sniffDelimiter(head)
+	comma := sniffDelimiter(head)
+	cr := csv.NewReader(&lineLimiter{r: br, max: o.MaxRowBytes, maxCells: o.MaxCells, comma: byte(comma)})
+	cr.Comma = comma
 	cr.FieldsPerRecord = -1 // rows may be short or long: the import validates cells
 	return &csvSource{r: cr}, nil
 }
@@ -70,10 +71,10 @@ func (s *csvSource) next() ([]string, int, error) {
 		var long *lineTooLong
 		switch {
 		case errors.As(err, &long):
-			return nil, long.line, apierr.BadRequest("line %d is longer than %d bytes", long.line, long.max)
+			return nil, long.line, apierr.BadRequest("%s", long.Error())
 		case errors.As(err, &pe) && pe.Err != nil && !errors.Is(pe.Err, errTooLarge):
 			if errors.As(pe.Err, &long) {
-				return nil, long.line, apierr.BadRequest("line %d is longer than %d bytes", long.line, long.max)
+				return nil, long.line, apierr.BadRequest("%s", long.Error())
 			}
 			return nil, pe.StartLine, apierr.BadRequest("the CSV is malformed at line %d: %v", pe.Line, pe.Err)
 		default:
@@ -86,34 +87,56 @@ func (s *csvSource) next() ([]string, int, error) {
 
 func (s *csvSource) close() error { return nil }
 
-// lineTooLong is the error of a physical line over the limit.
-type lineTooLong struct{ line, max int }
+// lineTooLong is the error of a record over the byte or cell limit.
+type lineTooLong struct {
+	line, max int
+	cells     bool
+}
 
 func (e *lineTooLong) Error() string {
+	if e.cells {
+		return fmt.Sprintf("line %d has more than %d cells", e.line, e.max)
+	}
 	return fmt.Sprintf("line %d is longer than %d bytes", e.line, e.max)
 }
 
-// lineLimiter fails once a physical line exceeds max bytes, so that a file
-// without newlines (junk, or a binary that passed as text) cannot grow one
-// record without bound.
+// lineLimiter fails once a record exceeds max bytes or maxCells cells, before
+// encoding/csv has buffered it: a file without newlines, a quoted cell that
+// never closes, or a line of a million separators cannot grow one record
+// without bound. Quotes toggle the state (an escaped "" toggles twice), so line
+// breaks and separators inside quoted cells count toward the record.
 type lineLimiter struct {
-	r    io.Reader
-	max  int
-	cur  int
-	line int
+	r        io.Reader
+	max      int
+	maxCells int
+	comma    byte
+	cur      int
+	cells    int
+	quoted   bool
+	line     int // physical lines seen
+	start    int // physical line the current record starts on
 }
 
 func (l *lineLimiter) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	for _, c := range p[:n] {
-		if c == '\n' {
+		switch {
+		case c == '"':
+			l.quoted = !l.quoted
+		case c == '\n':
 			l.line++
-			l.cur = 0
-			continue
+			if !l.quoted {
+				l.cur, l.cells, l.start = 0, 0, l.line
+				continue
+			}
+		case c == l.comma && !l.quoted:
+			if l.cells++; l.cells >= l.maxCells {
+				return 0, &lineTooLong{line: l.start + 1, max: l.maxCells, cells: true}
+			}
 		}
 		l.cur++
 		if l.cur > l.max {
-			return 0, &lineTooLong{line: l.line + 1, max: l.max}
+			return 0, &lineTooLong{line: l.start + 1, max: l.max}
 		}
 	}
 	return n, err

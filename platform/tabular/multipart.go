@@ -17,10 +17,12 @@ const maxFieldBytes = 64 << 10
 // upload is a Reader over a multipart file part; closing it closes the body.
 type upload struct {
 	Reader
-	body io.Closer
+	body    io.Closer
+	release func()
 }
 
 func (u *upload) Close() error {
+	defer u.release()
 	err := u.Reader.Close()
 	if cerr := u.body.Close(); err == nil {
 		err = cerr
@@ -32,12 +34,22 @@ func (u *upload) Close() error {
 // request into a Reader, without buffering the body. Plain form fields that
 // come before the file part are returned (clients send fields first; fields
 // after the file are not read). The body's own limit (http.MaxBytesReader)
-// still applies and answers 413.
-func FromRequest(req *http.Request, field string, o Options) (Reader, map[string]string, error) {
+// still applies and answers 413. With o.Gate set, the import holds a slot of
+// it from before the body is read until the Reader is closed (429 when full).
+func FromRequest(req *http.Request, field string, o Options) (_ Reader, _ map[string]string, err error) {
 	mt, params, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return nil, nil, apierr.BadRequest("the request must be multipart/form-data with a %q file part", field)
 	}
+	release, err := o.Gate.Enter()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	mr := multipart.NewReader(req.Body, params["boundary"])
 	fields := map[string]string{}
 	for {
@@ -56,7 +68,7 @@ func FromRequest(req *http.Request, field string, o Options) (Reader, map[string
 			if err != nil {
 				return nil, fields, err
 			}
-			return &upload{Reader: r, body: part}, fields, nil
+			return &upload{Reader: r, body: part, release: release}, fields, nil
 		}
 		if part.FileName() == "" && name != "" {
 			b, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
@@ -74,7 +86,7 @@ func FromRequest(req *http.Request, field string, o Options) (Reader, map[string
 
 func multipartError(err error) error {
 	if isMaxBytes(err) || errors.Is(err, errTooLarge) {
-		return apierr.New(apierr.CodePayloadTooLarge, "the upload is larger than the limit")
+		return apierr.New(apierr.CodePayloadTooLarge, "the upload is larger than the limit of %d bytes", uploadLimit(err))
 	}
 	return apierr.Wrap(err, apierr.CodeBadRequest, "the multipart body is malformed")
 }

@@ -25,6 +25,8 @@ type reader struct {
 	// read counts every row the source gave, blank ones included: a sheet
 	// whose only cell sits in row 1 048 576 must not cost a million reads.
 	read int
+	// text is the bytes of the cells returned so far (for MaxTextBytes).
+	text int64
 }
 
 func newReader(src rowSource, filename string, o Options) (Reader, error) {
@@ -77,6 +79,9 @@ func (r *reader) raw() ([]string, int, error) {
 	}
 	end := 0
 	for i, c := range row {
+		if len(c) > r.o.MaxCellBytes {
+			return nil, line, apierr.BadRequest("line %d has a cell longer than %d bytes", line, r.o.MaxCellBytes)
+		}
 		c = strings.TrimSpace(c)
 		row[i] = c
 		if c != "" {
@@ -88,6 +93,12 @@ func (r *reader) raw() ([]string, int, error) {
 	}
 	if end > r.o.MaxCells {
 		return nil, line, apierr.BadRequest("line %d has %d cells, more than the limit of %d", line, end, r.o.MaxCells)
+	}
+	for _, c := range row[:end] {
+		r.text += int64(len(c))
+	}
+	if r.text > r.o.MaxTextBytes {
+		return nil, line, apierr.New(apierr.CodePayloadTooLarge, "the file holds more than %d bytes of text (at line %d)", r.o.MaxTextBytes, line)
 	}
 	return row[:end:end], line, nil
 }

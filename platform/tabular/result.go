@@ -2,6 +2,7 @@ package tabular
 
 import (
 	"strconv"
+	"unicode/utf8"
 )
 
 // Row statuses of an import result.
@@ -32,11 +33,32 @@ type RowResult struct {
 // NewResult returns an empty result whose lists encode as [] rather than null.
 func NewResult() *Result { return &Result{Results: []RowResult{}} }
 
-// Add appends a row result and counts it by status.
+// maxEcho caps the text a row result repeats from the file (reference,
+// messages quoting cells), so that the result of a hostile file stays small.
+const maxEcho = 256
+
+// clip shortens s to at most maxEcho bytes, on a rune boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// Add appends a row result and counts it by status. Texts longer than 256
+// bytes are cut.
 func (r *Result) Add(rr RowResult) {
 	if rr.Message == nil {
 		rr.Message = []string{}
 	}
+	for i, m := range rr.Message {
+		rr.Message[i] = clip(m)
+	}
+	rr.Reference, rr.Summary = clip(rr.Reference), clip(rr.Summary)
 	switch rr.Status {
 	case StatusSuccess:
 		r.Success++

@@ -3,8 +3,10 @@
 // never from the file name or the client's content type; anything else answers
 // 415. Rows are streamed: a CSV is never held whole in memory, an XLSX is
 // spooled to a temporary file (a zip needs random access) and its first sheet
-// read with excelize's streaming row iterator. Limits on bytes, rows, row size
-// and cells keep a hostile file from exhausting the server.
+// read by this package's own bounded streaming reader (xlsx.go). Limits on
+// bytes, decompressed bytes, rows, row size, cells and cell size keep a hostile
+// file from exhausting the server: whatever an upload holds, reading it costs
+// at most a few tens of MiB (see Options for the bounds).
 //
 // Result and RowResult are the answer shape every import shares.
 package tabular
@@ -13,6 +15,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -46,15 +49,32 @@ type Options struct {
 	// MaxRows caps the rows after the header, blank ones included (default
 	// 100 000); above it Next answers 413.
 	MaxRows int
-	// MaxRowBytes caps one physical CSV line (default 1 MiB); above it 400.
+	// MaxRowBytes caps one row: a CSV record (quoted line breaks included) or
+	// the text of an XLSX row (default 1 MiB); above it 400.
 	MaxRowBytes int
 	// MaxCells caps the cells of one row (default 1000); above it 400.
 	MaxCells int
-	// MaxUnzipBytes caps the uncompressed size of an XLSX (default 512 MiB),
-	// against zip bombs.
+	// MaxCellBytes caps one cell (default 32 KiB); above it 400.
+	MaxCellBytes int
+	// MaxTextBytes caps the text of all the rows together (the cells Next
+	// returns, after trimming; default 256 MiB); above it 413. XLSX shared
+	// strings let a small file yield much text: this bounds the work of a
+	// streaming import and the memory of one that keeps every row.
+	MaxTextBytes int64
+	// MaxUnzipBytes caps the uncompressed size of each part of an XLSX that is
+	// read (default 256 MiB); a part packed more than 100 times (a zip bomb) is
+	// refused too. Above either, 413.
 	MaxUnzipBytes int64
+	// MaxSharedStrings and MaxSharedStringBytes cap an XLSX's shared string
+	// table, which is held in memory (defaults 500 000 strings, 8 MiB); above
+	// either, 413.
+	MaxSharedStrings     int
+	MaxSharedStringBytes int
 	// TempDir holds the spooled XLSX; the system's temporary directory when empty.
 	TempDir string
+	// Gate, when set, limits the imports in flight: FromRequest takes a slot
+	// before reading the body (429 when none is free) and Close gives it back.
+	Gate *Gate
 }
 
 // Defaults of Options.
@@ -63,7 +83,12 @@ const (
 	DefaultMaxRows       = 100000
 	DefaultMaxRowBytes   = 1 << 20
 	DefaultMaxCells      = 1000
-	DefaultMaxUnzipBytes = 512 << 20
+	DefaultMaxCellBytes  = 32 << 10
+	DefaultMaxTextBytes  = 256 << 20
+	DefaultMaxUnzipBytes = 256 << 20
+
+	DefaultMaxSharedStrings     = 500000
+	DefaultMaxSharedStringBytes = 8 << 20
 )
 
 func (o Options) withDefaults() Options {
@@ -79,8 +104,20 @@ func (o Options) withDefaults() Options {
 	if o.MaxCells <= 0 {
 		o.MaxCells = DefaultMaxCells
 	}
+	if o.MaxCellBytes <= 0 {
+		o.MaxCellBytes = DefaultMaxCellBytes
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
+	}
 	if o.MaxUnzipBytes <= 0 {
 		o.MaxUnzipBytes = DefaultMaxUnzipBytes
+	}
+	if o.MaxSharedStrings <= 0 {
+		o.MaxSharedStrings = DefaultMaxSharedStrings
+	}
+	if o.MaxSharedStringBytes <= 0 {
+		o.MaxSharedStringBytes = DefaultMaxSharedStringBytes
 	}
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()
@@ -100,7 +137,7 @@ func Open(r io.Reader, filename string) (Reader, error) {
 // OpenWith is Open with explicit limits.
 func OpenWith(r io.Reader, filename string, o Options) (Reader, error) {
 	o = o.withDefaults()
-	br := bufio.NewReaderSize(&limitedReader{r: r, left: o.MaxBytes}, sniffSize)
+	br := bufio.NewReaderSize(&limitedReader{r: r, left: o.MaxBytes, limit: o.MaxBytes}, sniffSize)
 	head, err := br.Peek(sniffSize)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, readError(err)
@@ -176,13 +213,22 @@ var errTooLarge = errors.New("upload larger than the limit")
 // limitedReader fails, rather than stopping quietly like io.LimitReader, once
 // more than left bytes come: a truncated import must not look complete.
 type limitedReader struct {
-	r    io.Reader
-	left int64
+	r     io.Reader
+	left  int64
+	limit int64
 }
+
+// overLimit is errTooLarge with the limit, for the message.
+type overLimit struct{ limit int64 }
+
+func (e *overLimit) Error() string {
+	return fmt.Sprintf("upload larger than the limit of %d bytes", e.limit)
+}
+func (e *overLimit) Is(target error) bool { return target == errTooLarge }
 
 func (l *limitedReader) Read(p []byte) (int, error) {
 	if l.left < 0 {
-		return 0, errTooLarge
+		return 0, &overLimit{l.limit}
 	}
 	if int64(len(p)) > l.left+1 {
 		p = p[:l.left+1]
@@ -190,7 +236,7 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	if l.left < 0 {
-		return n, errTooLarge
+		return n, &overLimit{l.limit}
 	}
 	return n, err
 }
@@ -202,10 +248,23 @@ func readError(err error) error {
 	case errors.As(err, &ae):
 		return ae
 	case errors.Is(err, errTooLarge) || isMaxBytes(err):
-		return apierr.New(apierr.CodePayloadTooLarge, "the file is larger than the upload limit")
+		return apierr.New(apierr.CodePayloadTooLarge, "the file is larger than the upload limit of %d bytes", uploadLimit(err))
 	default:
 		return apierr.Wrap(err, apierr.CodeBadRequest, "the file could not be read")
 	}
+}
+
+// uploadLimit is the byte limit an over-limit error names.
+func uploadLimit(err error) int64 {
+	var mbe *http.MaxBytesError
+	var ol *overLimit
+	switch {
+	case errors.As(err, &ol):
+		return ol.limit
+	case errors.As(err, &mbe):
+		return mbe.Limit
+	}
+	return 0
 }
 
 // isMaxBytes recognises the error of a body behind http.MaxBytesReader.

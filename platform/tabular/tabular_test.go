@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -351,4 +352,112 @@ func TestRowsFarDown(t *testing.T) {
 	wantCode(t, err, apierr.CodePayloadTooLarge)
 	_, _, err = readAll(t, []byte("a\n"+strings.Repeat(",\n", 2000)+"x\n"), tabular.Options{MaxRows: 1000})
 	wantCode(t, err, apierr.CodePayloadTooLarge)
+}
+
+// rawWorkbook zips the minimal parts of a workbook around a sheet and shared
+// strings given as XML.
+func rawWorkbook(t testing.TB, sheet, sst string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	parts := [][2]string{
+		{"[Content_Types].xml", `<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`},
+		{"xl/workbook.xml", `<workbook xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`},
+		{"xl/_rels/workbook.xml.rels", `<Relationships><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>`},
+		{"xl/worksheets/sheet1.xml", sheet},
+	}
+	if sst != "" {
+		parts = append(parts, [2]string{"xl/sharedStrings.xml", sst})
+	}
+	for _, p := range parts {
+		w, err := zw.Create(p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(w, p[1])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func sheetXML(rows string) string {
+	return `<worksheet><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>a</t></is></c></row>` + rows + `</sheetData></worksheet>`
+}
+
+func TestHostileBounds(t *testing.T) {
+	dir := t.TempDir()
+	o := tabular.Options{TempDir: dir, MaxCellBytes: 1000, MaxSharedStrings: 10, MaxSharedStringBytes: 5000, MaxTextBytes: 20000}
+	manyStrings := `<sst>` + strings.Repeat(`<si><t>x</t></si>`, 11) + `</sst>`
+	bigStrings := `<sst>` + strings.Repeat(`<si><t>`+strings.Repeat("y", 900)+`</t></si>`, 6) + `</sst>`
+	amplified := `<row r="2">` + strings.Repeat(`<c t="s"><v>0</v></c>`, 10) + `</row>`
+	var rows strings.Builder
+	for r := 2; r < 40; r++ {
+		fmt.Fprintf(&rows, `<row r="%d">%s</row>`, r, strings.Repeat(`<c t="s"><v>0</v></c>`, 1))
+	}
+	cases := []struct {
+		name string
+		data []byte
+		code apierr.Code
+		msg  string
+	}{
+		{"csv quoted record over the row limit", []byte("a\n\"" + strings.Repeat("x\n", 600) + "\"\n"), apierr.CodeBadRequest, "longer than 1000 bytes"},
+		{"csv cell over the cell limit", []byte("a,b\n" + strings.Repeat("x", 1001) + ",1\n"), apierr.CodeBadRequest, "cell longer than 1000 bytes"},
+		{"csv cells before parsing", []byte("a\n" + strings.Repeat(",", 2000) + "\n"), apierr.CodeBadRequest, "more than 1000 cells"},
+		{"xlsx shared strings count", rawWorkbook(t, sheetXML(""), manyStrings), apierr.CodePayloadTooLarge, "more than 10 shared strings"},
+		{"xlsx shared strings bytes", rawWorkbook(t, sheetXML(""), bigStrings), apierr.CodePayloadTooLarge, "more than 5000 bytes"},
+		{"xlsx shared string over the cell limit", rawWorkbook(t, sheetXML(""), `<sst><si><t>`+strings.Repeat("z", 1001)+`</t></si></sst>`), apierr.CodePayloadTooLarge, "longer than 1000 bytes"},
+		{"xlsx text run", rawWorkbook(t, sheetXML(`<row r="2">`+strings.Repeat(" ", 20000)+`</row>`), ""), apierr.CodePayloadTooLarge, "longer than 10096 bytes"},
+		{"xlsx comment", rawWorkbook(t, sheetXML(`<!-- hi -->`), ""), apierr.CodeBadRequest, "comment"},
+		{"xlsx depth", rawWorkbook(t, sheetXML(strings.Repeat("<x>", 40)+strings.Repeat("</x>", 40)), ""), apierr.CodeBadRequest, "deeper than 32"},
+		{"xlsx inline cell over the limit", rawWorkbook(t, sheetXML(`<row r="2"><c t="inlineStr"><is><t>`+strings.Repeat("w", 1001)+`</t></is></c></row>`), ""), apierr.CodeBadRequest, "cell longer than 1000 bytes"},
+		{"xlsx row over the row limit", rawWorkbook(t, sheetXML(amplified), `<sst><si><t>`+strings.Repeat("v", 900)+`</t></si></sst>`), apierr.CodeBadRequest, "longer than 5000 bytes"},
+		{"xlsx text over the file limit", rawWorkbook(t, sheetXML(rows.String()), `<sst><si><t>`+strings.Repeat("u", 900)+`</t></si></sst>`), apierr.CodePayloadTooLarge, "more than 20000 bytes of text"},
+		{"xlsx column beyond the cells", rawWorkbook(t, sheetXML(`<row r="2"><c r="AMA2"><v>1</v></c></row>`), ""), apierr.CodeBadRequest, "beyond the limit of 1000 cells"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			oo := o
+			if c.name == "xlsx row over the row limit" {
+				oo.MaxRowBytes = 5000
+				oo.MaxTextBytes = 0
+			}
+			_, _, err := readAll(t, c.data, oo)
+			wantCode(t, err, c.code)
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("message %q, want it to name %q", err.Error(), c.msg)
+			}
+		})
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("temporary files left behind: %v", left)
+	}
+}
+
+func TestZipBomb(t *testing.T) {
+	// 64 MiB of spaces pack about 1000 times: refused before a byte is inflated.
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, p := range [][2]string{{"[Content_Types].xml", "<Types/>"}, {"xl/workbook.xml", `<workbook><sheets><sheet name="S"/></sheets></workbook>`}} {
+		w, _ := zw.Create(p[0])
+		_, _ = io.WriteString(w, p[1])
+	}
+	w, _ := zw.Create("xl/worksheets/sheet1.xml")
+	_, _ = io.WriteString(w, sheetXML(""))
+	spaces := bytes.Repeat([]byte(" "), 1<<20)
+	for range 64 {
+		_, _ = w.Write(spaces)
+	}
+	_ = zw.Close()
+	_, _, err := readAll(t, buf.Bytes(), tabular.Options{TempDir: t.TempDir()})
+	wantCode(t, err, apierr.CodePayloadTooLarge)
+	if !strings.Contains(err.Error(), "zip bomb") {
+		t.Fatalf("message %v", err)
+	}
+	_, _, err = readAll(t, buf.Bytes(), tabular.Options{TempDir: t.TempDir(), MaxUnzipBytes: 1 << 20})
+	wantCode(t, err, apierr.CodePayloadTooLarge)
+	if !strings.Contains(err.Error(), "over the limit of 1048576") {
+		t.Fatalf("message %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agritrade/api/livestock/internal/categories"
 	"github.com/agritrade/api/platform/httpx"
@@ -56,6 +57,10 @@ type Filter struct {
 	MinAge, MaxAge *float64
 	Wishlisted     bool
 	Near           *Point
+	// UpdatedSince keeps the listings changed after it (catch-up); without a
+	// status filter it also brings the caller's organisations' drafts and
+	// closed listings, so a client learns of its own closures.
+	UpdatedSince *time.Time
 }
 
 // Search is a parsed search request.
@@ -92,7 +97,12 @@ func ParseSearch(q *httpx.Query) (Search, error) {
 		f.Add("maxAge", "range", "must not be below minAge", map[string]any{"min": *s.MinAge, "actual": *s.MaxAge})
 	}
 	s.Near = parsePoint(q)
+	s.UpdatedSince = q.Since("updatedSinceUTC")
 	switch {
+	case s.Page.SortBy == "" && s.UpdatedSince != nil:
+		// Catching up: the oldest change first, so a client pages forward and
+		// keeps the last updatedAtUTC it saw as its next updatedSinceUTC.
+		s.Page.SortBy = SortUpdated
 	case s.Page.SortBy == SortDistance && s.Near == nil:
 		f.Add("sortBy", "requires", "distanceKm sorting needs latitude, longitude and distanceKm", nil)
 	case s.Page.SortBy == "" && s.Near != nil:

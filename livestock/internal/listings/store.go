@@ -295,7 +295,9 @@ func (s *Store) Close(ctx context.Context, tx bun.IDB, id, status string, at tim
 
 // SetHidden shows or hides a listing in search.
 func (s *Store) SetHidden(ctx context.Context, tx bun.IDB, id string, hidden bool) error {
-	_, err := tx.NewUpdate().Model((*listingRow)(nil)).Set("hidden = ?", hidden).Where("id = ?", id).Exec(ctx)
+	// Hiding and showing are changes a catch-up reports (updated_at).
+	_, err := tx.NewUpdate().Model((*listingRow)(nil)).Set("hidden = ?", hidden).
+		Set("updated_at = ?", time.Now().UTC().Truncate(time.Microsecond)).Where("id = ?", id).Exec(ctx)
 	return err
 }
 
@@ -437,8 +439,15 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 		q.Where("l.status = ?", StatusActive).Where("l.type = ?", Buying)
 	case f.Status == StatusSold || f.Status == StatusFound:
 		q.Where("l.status = ?", f.Status).Where("l.organisation_id IN (?)", bun.List(orgs))
+	case f.UpdatedSince != nil:
+		// Catch-up: every listing the caller may see, its organisations' own
+		// in any status (the org index), the others' while active.
+		q.Where("(l.status = ? OR l.organisation_id IN (?))", StatusActive, bun.List(orgs))
 	default:
 		q.Where("l.status = ?", StatusActive)
+	}
+	if f.UpdatedSince != nil {
+		q.Where("l.updated_at > ?", f.UpdatedSince.UTC())
 	}
 	if f.Kind != "" && skip != facetKind {
 		q.Where("l.kind = ?", f.Kind)

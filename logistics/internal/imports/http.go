@@ -15,11 +15,13 @@ import (
 type Handler struct {
 	svc       *Service
 	maxUpload int64
+	gate      *tabular.Gate
 }
 
-// NewHandler returns the handler; maxUpload caps the upload in bytes.
-func NewHandler(svc *Service, maxUpload int64) *Handler {
-	return &Handler{svc: svc, maxUpload: maxUpload}
+// NewHandler returns the handler; maxUpload caps the upload in bytes, gate
+// (nil: none) limits the imports in flight on this replica.
+func NewHandler(svc *Service, maxUpload int64, gate *tabular.Gate) *Handler {
+	return &Handler{svc: svc, maxUpload: maxUpload, gate: gate}
 }
 
 // Mount binds the route on the /loads group (authentication required).
@@ -32,7 +34,7 @@ func (h *Handler) Mount(g *gin.RouterGroup) {
 // database BatchSize at a time. The form fields must come before the file part.
 func (h *Handler) upload(c *gin.Context) error {
 	httpx.LimitBody(c, h.maxUpload)
-	rows, fields, err := tabular.FromRequest(c.Request, "file", tabular.Options{MaxBytes: h.maxUpload})
+	rows, fields, err := tabular.FromRequest(c.Request, "file", tabular.Options{MaxBytes: h.maxUpload, Gate: h.gate})
 	if err != nil {
 		return err
 	}

@@ -81,12 +81,19 @@ type searchRequest struct {
 func parseSearch(c *gin.Context) (searchRequest, error) {
 	q := httpx.NewQuery(c)
 	page := q.Page(SortFields, SortDeliveryDate, false)
+	since := q.Since("updatedSinceUTC")
+	if since != nil && !q.Has("sortBy") {
+		// Catching up: the oldest change first, so a client pages forward and
+		// keeps the last updatedAtUTC it saw as its next updatedSinceUTC.
+		page.SortBy = SortUpdated
+	}
 	from, to := dateRange(q)
 	status := q.Enum("f:status", Statuses...)
 	format := q.Enum("format", "json", "csv")
 	f := NewFilter(q.Fields(), q.String("query"), from, to)
 	f.OrganiserID, f.CarrierID, f.Status = q.String("f:organiserId"), q.String("f:carrierId"), Status(status)
 	f.SortBy, f.SortDesc, f.Limit, f.Offset = page.SortBy, page.SortDesc, page.Limit, page.Offset
+	f.UpdatedSince = since
 	if err := q.Err(); err != nil {
 		return searchRequest{}, err
 	}

@@ -125,6 +125,7 @@ type loadJSON struct {
 	Status              Status          `json:"status"`
 	Files               []filestore.Ref `json:"files"`
 	Tags                []string        `json:"tags"`
+	UpdatedAtUTC        string          `json:"updatedAtUTC"`
 }
 
 // MarshalJSON renders the seed's load shape: weights as weight objects of the
@@ -143,7 +144,7 @@ func (l *Load) MarshalJSON() ([]byte, error) {
 		DeliveryDateISO: l.DeliveryDateISO, DropoffPostcode: l.DropoffPostcode, PickupPostcode: l.PickupPostcode,
 		Weight: l.weightObject(l.Weight), WeightNet: l.weightObject(l.WeightNet),
 		VehicleRegistration: l.VehicleRegistration, TicketNumber: l.TicketNumber, Status: l.Status,
-		Files: files, Tags: tags,
+		Files: files, Tags: tags, UpdatedAtUTC: l.UpdatedAt.UTC().Format(time.RFC3339),
 	})
 }
 
@@ -701,10 +702,13 @@ const (
 	SortReference    = "reference"
 	SortStatus       = "status"
 	SortTicketNumber = "ticketNumber"
+	// SortUpdated orders by the time of the last change (the default of a
+	// catch-up with updatedSinceUTC).
+	SortUpdated = "updatedAtUTC"
 )
 
 // SortFields are the allowed sortBy values.
-var SortFields = []string{SortDeliveryDate, SortReference, SortStatus, SortTicketNumber}
+var SortFields = []string{SortDeliveryDate, SortReference, SortStatus, SortTicketNumber, SortUpdated}
 
 // Filter narrows a search among the loads a viewer sees.
 type Filter struct {
@@ -713,11 +717,13 @@ type Filter struct {
 	CarrierID   string
 	Status      Status
 	// Text is a normalised query (NormaliseText): it matches the search text.
-	Text     string
-	SortBy   string
-	SortDesc bool
-	Limit    int
-	Offset   int
+	Text string
+	// UpdatedSince keeps the loads changed after it (catch-up).
+	UpdatedSince *time.Time
+	SortBy       string
+	SortDesc     bool
+	Limit        int
+	Offset       int
 }
 
 // NewFilter checks a search's text and date range and returns the filter.

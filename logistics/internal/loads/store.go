@@ -311,6 +311,7 @@ var sortColumns = map[string]string{
 	SortReference:    "reference",
 	SortStatus:       "status",
 	SortTicketNumber: "ticket_number",
+	SortUpdated:      "updated_at",
 }
 
 // maxArmOrgs is how many organisations get arms of their own; a viewer with
@@ -380,6 +381,9 @@ func filtered(q *bun.SelectQuery, f Filter, scanText bool) *bun.SelectQuery {
 	}
 	if f.To != nil {
 		q = q.Where("delivery_date <= ?", f.To.UTC())
+	}
+	if f.UpdatedSince != nil {
+		q = q.Where("updated_at > ?", f.UpdatedSince.UTC())
 	}
 	if f.OrganiserID != "" {
 		q = q.Where("organiser_id = ?", f.OrganiserID)
@@ -558,6 +562,8 @@ func sortValue(r *loadRow, col string) any {
 		return r.Status
 	case "ticket_number":
 		return r.TicketNumber
+	case "updated_at":
+		return r.UpdatedAt.UTC()
 	default:
 		return r.DeliveryDate.UTC()
 	}

@@ -115,6 +115,7 @@ type Load struct {
 	Status              string          `json:"status"`
 	Files               json.RawMessage `json:"files"`
 	Tags                []string        `json:"tags"`
+	UpdatedAtUTC        string          `json:"updatedAtUTC"`
 }
 
 // Weight is the decoded weight object.

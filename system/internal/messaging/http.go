@@ -52,17 +52,23 @@ func (h handlers) list(c *gin.Context) error {
 	q := httpx.NewQuery(c)
 	explicitDesc := q.Has("sortDesc")
 	pg := q.Page(Sortable, "", false)
+	since := q.Since("updatedSinceUTC")
 	if err := q.Err(); err != nil {
 		return err
 	}
-	if pg.SortBy == "" {
+	switch {
+	case pg.SortBy == "" && since != nil:
+		// Catching up: the oldest change first, so a client can page forward
+		// and keep the last updatedAtUTC it saw as its next updatedSinceUTC.
+		pg.SortBy = "updatedAtUTC"
+	case pg.SortBy == "":
 		// Default order: the latest activity first, unless sortDesc says otherwise.
 		pg.SortBy = "updatedAtUTC"
 		if !explicitDesc {
 			pg.SortDesc = true
 		}
 	}
-	page, err := h.s.List(c.Request.Context(), auth.FromContext(c), pg)
+	page, err := h.s.List(c.Request.Context(), auth.FromContext(c), pg, since)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (s *Service) Send(ctx context.Context, p *auth.Principal, pathID string, in
 		if err != nil {
 			return err
 		}
-		if err := s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: d.To, UserName: toName, JoinedAt: now}); err != nil {
+		if err := s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: d.To, UserName: toName, JoinedAt: now, UpdatedAt: now}); err != nil {
 			return err
 		}
 		msg := &messageRow{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: row.ID, SentByID: p.UserID, SentByName: p.Name, Message: d.Text, CreatedAt: now}
@@ -132,7 +132,7 @@ func (s *Service) target(ctx context.Context, tx bun.Tx, p *auth.Principal, d Dr
 	if err := s.store.insertConversation(ctx, tx, row); err != nil {
 		return nil, err
 	}
-	return row, s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: p.UserID, UserName: p.Name, JoinedAt: now})
+	return row, s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: p.UserID, UserName: p.Name, JoinedAt: now, UpdatedAt: now})
 }
 
 // notification is the outbox event of a new message: to every participant but the sender.
@@ -191,10 +191,11 @@ func (s *Service) read(ctx context.Context, p *auth.Principal, row *conversation
 	return &convs[0], nil
 }
 
-// List answers a page of p's conversations: the page, then the messages,
+// List answers a page of p's conversations (those changed after since when
+// it is set): the page, then the messages,
 // participants and unread counts of the whole page in one query each.
-func (s *Service) List(ctx context.Context, p *auth.Principal, pg httpx.Page) (*Page, error) {
-	total, err := s.store.count(ctx, s.db, p.UserID)
+func (s *Service) List(ctx context.Context, p *auth.Principal, pg httpx.Page, since *time.Time) (*Page, error) {
+	total, err := s.store.count(ctx, s.db, p.UserID, since)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
@@ -202,7 +203,7 @@ func (s *Service) List(ctx context.Context, p *auth.Principal, pg httpx.Page) (*
 	if pg.Offset >= total {
 		return out, nil
 	}
-	rows, err := s.store.page(ctx, s.db, p.UserID, pg.SortBy, pg.SortDesc, pg.Limit, pg.Offset)
+	rows, err := s.store.page(ctx, s.db, p.UserID, since, pg.SortBy, pg.SortDesc, pg.Limit, pg.Offset)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}

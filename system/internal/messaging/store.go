@@ -32,6 +32,8 @@ type participantRow struct {
 	UserName       string    `bun:"user_name,notnull"`
 	JoinedAt       time.Time `bun:"joined_at,notnull"`
 	LastReadSeq    int       `bun:"last_read_seq,notnull"`
+	// UpdatedAt copies the conversation's updated_at (the catch-up index).
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
 }
 
 type messageRow struct {
@@ -102,21 +104,35 @@ func (s store) forListingPair(ctx context.Context, idb bun.IDB, listingID, listi
 	return row, err
 }
 
-// count answers how many conversations userID participates in.
-func (store) count(ctx context.Context, idb bun.IDB, userID string) (int, error) {
-	n, err := idb.NewSelect().Model((*participantRow)(nil)).Where("p.user_id = ?", userID).Count(ctx)
+// count answers how many conversations userID participates in, those changed
+// after since when it is set (a range of the participants' since index).
+func (store) count(ctx context.Context, idb bun.IDB, userID string, since *time.Time) (int, error) {
+	q := idb.NewSelect().Model((*participantRow)(nil)).Where("p.user_id = ?", userID)
+	if since != nil {
+		q = q.Where("p.updated_at > ?", since.UTC())
+	}
+	n, err := q.Count(ctx)
 	return int(n), err
 }
 
-// page answers one page of userID's conversations in the given order.
-func (s store) page(ctx context.Context, idb bun.IDB, userID, sortBy string, desc bool, limit, offset int) ([]conversationRow, error) {
+// page answers one page of userID's conversations in the given order, those
+// changed after since when it is set. The participant's copy of updated_at
+// sorts by the change time, so a catch-up page reads its index in order.
+func (s store) page(ctx context.Context, idb bun.IDB, userID string, since *time.Time, sortBy string, desc bool, limit, offset int) ([]conversationRow, error) {
 	dir := " ASC"
 	if desc {
 		dir = " DESC"
 	}
+	col := sortColumns[sortBy]
+	if sortBy == "updatedAtUTC" {
+		col = "p.updated_at"
+	}
 	var rows []conversationRow
-	err := s.selectForUser(idb, &rows, userID).
-		OrderExpr(sortColumns[sortBy] + dir).OrderExpr("c.id" + dir).
+	q := s.selectForUser(idb, &rows, userID)
+	if since != nil {
+		q = q.Where("p.updated_at > ?", since.UTC())
+	}
+	err := q.OrderExpr(col + dir).OrderExpr("c.id" + dir).
 		Limit(int64(limit)).Offset(int64(offset)).Scan(ctx)
 	return rows, err
 }
@@ -220,6 +236,11 @@ func (store) appendMessage(ctx context.Context, idb bun.IDB, m *messageRow) erro
 		return errNotFound
 	}
 	m.Seq = seq[0]
+	// Every participant's catch-up copy moves with the conversation.
+	if _, err = idb.NewUpdate().Model((*participantRow)(nil)).Set("updated_at = ?", m.CreatedAt).
+		Where("conversation_id = ?", m.ConversationID).Exec(ctx); err != nil {
+		return err
+	}
 	_, err = idb.NewInsert().Model(m).Exec(ctx)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
 )
@@ -15,9 +16,11 @@ import (
 // of them, whole.
 func TestConcurrentImportsOfOneGrade(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
-		s, _ := newServer(t, db)
-		admin := s.Token(testkit.Admin)
 		const n = 8
+		// n imports at once stand for n replicas: one replica's import limit
+		// (imports.max_in_flight) would refuse most of them with 429.
+		s, _ := newServer(t, db, testkit.Options{Configure: func(c *config.Config) { c.Imports.MaxInFlight = n }})
+		admin := s.Token(testkit.Admin)
 		statuses := make([]int, n)
 		var wg sync.WaitGroup
 		for i := range n {

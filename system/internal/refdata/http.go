@@ -23,11 +23,13 @@ type Handler struct {
 	svc *Service
 	// maxUpload caps an import upload in bytes.
 	maxUpload int64
+	// gate limits the imports in flight on this replica (nil: none).
+	gate *tabular.Gate
 }
 
 // Mount binds the routes under the module's group.
-func Mount(g *gin.RouterGroup, svc *Service, maxUpload int64) {
-	h := &Handler{svc: svc, maxUpload: maxUpload}
+func Mount(g *gin.RouterGroup, svc *Service, maxUpload int64, gate *tabular.Gate) {
+	h := &Handler{svc: svc, maxUpload: maxUpload, gate: gate}
 	g.GET("/settings", auth.RequireAuth(), httpx.H(h.settings))
 	g.GET("/settings/:country", auth.RequireAuth(), httpx.H(h.settings))
 	g.GET("/countries", httpx.H(h.countries))
@@ -112,7 +114,7 @@ func (h *Handler) specification(c *gin.Context) error {
 
 func (h *Handler) importVarieties(c *gin.Context) error {
 	httpx.LimitBody(c, h.maxUpload)
-	r, _, err := tabular.FromRequest(c.Request, "file", tabular.Options{MaxBytes: h.maxUpload, MaxRows: MaxImportRows})
+	r, _, err := tabular.FromRequest(c.Request, "file", tabular.Options{MaxBytes: h.maxUpload, MaxRows: MaxImportRows, MaxCellBytes: MaxImportCellBytes, MaxTextBytes: MaxImportTextBytes, Gate: h.gate})
 	if err != nil {
 		return err
 	}

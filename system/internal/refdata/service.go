@@ -39,6 +39,15 @@ var ImportColumns = []string{"commodityId", "type", "grade", "variety"}
 // MaxImportRows caps the data rows of a variety import.
 const MaxImportRows = 50000
 
+// MaxImportCellBytes caps a cell of a variety import (a variety is at most
+// MaxVarietyLen characters; types and grades are shorter), and
+// MaxImportTextBytes the text of the whole file, which the import keeps until
+// it writes: together with the row limit they bound its memory.
+const (
+	MaxImportCellBytes = 1024
+	MaxImportTextBytes = 16 << 20
+)
+
 var countryCode = regexp.MustCompile(`^[A-Za-z]{2}$`)
 
 // Service serves the reference data from the cache, building representations

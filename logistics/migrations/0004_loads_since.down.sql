@@ -1,0 +1,3 @@
+DROP INDEX logistics_loads_driver_since;
+DROP INDEX logistics_loads_carrier_since;
+DROP INDEX logistics_loads_organiser_since;

@@ -1,0 +1,2 @@
+DROP INDEX system_conversation_participants_since;
+ALTER TABLE system_conversation_participants DROP COLUMN updated_at;
