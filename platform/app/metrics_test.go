@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/uptrace/bun"
+	"go.yaml.in/yaml/v3"
 )
 
 // scrape is one /metrics answer: every sample by its series as exposed
@@ -123,8 +127,9 @@ func TestMetricsAfterRealOperations(t *testing.T) {
 		if r := srv.Do(testkit.Request{Method: http.MethodPost, Path: "/probe/v1/import", Body: body, ContentType: ct}); r.Status != http.StatusOK {
 			t.Fatalf("import: %d %s", r.Status, r.Body)
 		}
-		if r := srv.Do(testkit.Request{Method: http.MethodPost, Path: "/probe/v1/import", Body: strings.NewReader("x"), ContentType: "text/plain"}); r.Status != http.StatusBadRequest {
-			t.Fatalf("import of no file: %d %s", r.Status, r.Body)
+		body, ct = multipartCSV(t, "name\nwheat\n")
+		if r := srv.Do(testkit.Request{Method: http.MethodPost, Path: "/probe/v1/import", Body: body, ContentType: ct}); r.Status != http.StatusBadRequest {
+			t.Fatalf("import of a file without its columns: %d %s", r.Status, r.Body)
 		}
 		ctx := context.Background()
 		owner := &auth.Principal{UserID: "u1", OrgID: "o1", Orgs: []string{"o1"}}
@@ -175,7 +180,8 @@ func TestMetricsAfterRealOperations(t *testing.T) {
 			{"rate limit limited", delta("agritrade_ratelimit_requests_total", "scope", "probe", "decision", "limited"), 1},
 			{"imported rows", delta("agritrade_import_rows_total", "importer", "probe", "status", "success"), 2},
 			{"rejected rows", delta("agritrade_import_rows_total", "importer", "probe", "status", "validation"), 1},
-			{"import durations", delta("agritrade_import_duration_seconds_count", "importer", "probe"), 1},
+			{"import durations", delta("agritrade_import_duration_seconds_count", "importer", "probe"), 2},
+			{"failed imports", delta("agritrade_import_failures_total", "importer", "probe"), 1},
 			{"file bytes in", delta("agritrade_filestore_bytes_total", "direction", "in"), float64(len(content))},
 			{"file bytes out", delta("agritrade_filestore_bytes_total", "direction", "out"), float64(len(content))},
 			{"ready", after.value("agritrade_ready"), 1},
@@ -187,8 +193,6 @@ func TestMetricsAfterRealOperations(t *testing.T) {
 				t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
 			}
 		}
-		// The import that failed before reading a row counts as a failure: the
-		// route returned before Track, so only a reader error would count it.
 		if !after.has("go_sql_in_use_connections", "db_name", "agritrade") || !after.has("go_sql_wait_count_total") {
 			t.Error("the database pool metrics are missing")
 		}
@@ -198,5 +202,82 @@ func TestMetricsAfterRealOperations(t *testing.T) {
 		if bdb.Dialect().Name().String() == "sqlite" && after.value("agritrade_sqlite_wal_bytes") <= 0 {
 			t.Error("the WAL of a database just written is empty")
 		}
+		if bdb.Dialect().Name().String() == "sqlite" { // the WAL panel is SQLite's
+			checkDeployReferences(t, after)
+		}
 	})
 }
+
+// checkDeployReferences reads every PromQL expression of the Grafana
+// dashboard and of the alert rules in deploy/monitoring and checks that each
+// names at least one metric, and that every metric it names is one this
+// server exported (histogram series by their family).
+func checkDeployReferences(t *testing.T, s scrape) {
+	t.Helper()
+	var exprs []string
+	raw, err := os.ReadFile("../../deploy/monitoring/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	rules, err := os.ReadFile("../../deploy/monitoring/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(rules, &doc); err != nil {
+		t.Fatalf("alert rules: %v", err)
+	}
+	for _, g := range doc.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	if len(exprs) < 20 {
+		t.Fatalf("only %d expressions found in deploy/monitoring", len(exprs))
+	}
+	for _, e := range exprs {
+		names := metricName.FindAllString(e, -1)
+		if len(names) == 0 {
+			t.Errorf("%q names no metric of the service", e)
+		}
+		for _, n := range names {
+			if !s.families[n] && !s.families[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")] {
+				t.Errorf("%q uses %s, which /metrics does not export", e, n)
+			}
+		}
+	}
+}
+
+// metricName matches the names of the service's metric families in PromQL:
+// its own, database/sql's pool (go_sql_), the Go runtime's and the process's.
+var metricName = regexp.MustCompile(`\b(?:agritrade|go|process)_[a-z0-9_]+\b`)

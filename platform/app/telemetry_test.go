@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
@@ -79,6 +80,11 @@ func (m probeModule) Mount(r module.Routes) {
 		}
 		defer func() { _ = rows.Close() }()
 		done := tabular.Track("probe")
+		if len(rows.Header()) < 2 {
+			err := apierr.BadRequest("the file needs the columns name and qty")
+			done(nil, err)
+			return err
+		}
 		res := tabular.NewResult()
 		for {
 			row, line, err := rows.Next()
