@@ -110,7 +110,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		}
 		p.closers = append(p.closers, p.DB.Close)
 	}
-	p.Tracing.InstrumentDB(p.DB)
+	p.DB = p.Tracing.InstrumentDB(p.DB)
 	cfg.Namespaces()
 	if needsRedis(cfg) {
 		opts, err := redis.ParseURL(cfg.Redis.URL)

@@ -151,12 +151,13 @@ func (t *Tracing) Gin() gin.HandlerFunc {
 		}))
 }
 
-// InstrumentDB adds a span per query to db (nothing when off).
-func (t *Tracing) InstrumentDB(db *bun.DB) {
+// InstrumentDB answers db with a span per query (db itself when off): a
+// copy over the same connection pool.
+func (t *Tracing) InstrumentDB(db *bun.DB) *bun.DB {
 	if !t.Enabled() {
-		return
+		return db
 	}
-	db.AddQueryHook(bunotel.NewQueryHook(bunotel.WithTracerProvider(t.tp), bunotel.WithMeterProvider(metricsOff)))
+	return db.WithQueryHook(bunotel.NewQueryHook(bunotel.WithTracerProvider(t.tp), bunotel.WithMeterProvider(metricsOff)))
 }
 
 // InstrumentRedis adds a span per command to the client (nothing when off).
