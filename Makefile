@@ -9,12 +9,16 @@ BUILD     := $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X github.com/agritrade/api/cmd/internal/buildinfo.Version=$(BUILD)
 TEST_FLAGS ?= -count=1 -timeout 20m
 
-# Pure Go everywhere: SQLite is modernc's, so no C toolchain is needed.
-export CGO_ENABLED ?= 0
+# One build configuration for everything a developer types (make run, make
+# token, make demo, make test, a plain `go run ./cmd/agritrade ...`): the Go
+# defaults, so each reuses the packages the previous one compiled and only
+# links again. SQLite is modernc's pure Go, so no C toolchain is needed either
+# way. Only `make build` differs (static, -trimpath): it makes the release
+# binary, not part of the edit-run loop.
 
 # The per-module pattern targets (test-%, bench-%, version-%) must not be
 # .PHONY: make skips pattern rules for phony targets and would do nothing.
-.PHONY: run test build lint fmt vet bench release-check token tidy clean help
+.PHONY: run demo test build lint tidy-check fmt vet bench release-check token tidy clean help
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z%_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -22,14 +26,17 @@ help: ## list the targets
 run: ## serve on the embedded default (SQLite and files in ./data)
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/agritrade serve
 
+demo: ## fill ./data with a realistic sample through the API (prints a token per sample user)
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/agritrade demo
+
 test: ## run every test of every module
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
 test-%: ## run one module's tests: make test-system
 	$(GO) test $(TEST_FLAGS) github.com/agritrade/api/$*/...
 
-build: ## build the static binary into bin/agritrade
-	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/agritrade ./cmd/agritrade
+build: ## build the static release binary into bin/agritrade
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/agritrade ./cmd/agritrade
 
 token: ## print an admin token for the local server
 	@$(GO) run ./cmd/agritrade token --sub U1 --name "Ann Smith" --org O1 --org-name "Smith Farms" --orgs O1 --roles admin --ttl 12h
@@ -66,6 +73,10 @@ release-check: ## MODULE=system VERSION=v1.0.0: the tag system/v1.0.0 must match
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && GOWORK=off GOFLAGS=-mod=mod $(GO) mod tidy) || exit 1; done
+
+tidy-check: ## fail when a module's go.mod or go.sum is not tidy (CI)
+	@$(MAKE) -s tidy
+	@git diff --exit-code -- '*/go.mod' '*/go.sum' || { echo "go.mod/go.sum not tidy: run make tidy and commit"; exit 1; }
 
 clean: ## remove build output (not ./data)
 	rm -rf bin

@@ -178,7 +178,7 @@ func TestFreshInstallOnSQLite(t *testing.T) {
 	admin := mint(t, env, "--sub", "U1", "--name", "Ann Smith", "--org", "O1", "--org-name", "Smith Farms", "--orgs", "O1,O2", "--roles", "admin", "--ttl", "1h")
 	for _, m := range []string{"system", "logistics", "livestock"} {
 		status, hdr, body := p.call(t, http.MethodPut, "/"+m+"/v1/admin/settings", admin, `{"logging":{"level":"debug","filter":"files,loads:*,-loads:import"}}`)
-		if status != 200 || hdr.Get("X-API-Version") != m+"/1.0.0" || !bytes.Contains(body, []byte(`"level":"debug"`)) {
+		if status != 200 || hdr.Get("X-API-Version") != m+"/1.0.0" || !bytes.Contains(body, []byte(`"level":"debug"`)) || !bytes.Contains(body, []byte(`"status":"success"`)) {
 			t.Fatalf("PUT %s settings: %d %s", m, status, body)
 		}
 	}

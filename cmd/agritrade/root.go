@@ -27,7 +27,7 @@ func newRoot() *cobra.Command {
 		Version:       buildinfo.Version,
 	}
 	root.PersistentFlags().StringVar(&f.configFile, "config", "", "configuration file (default ./agritrade.yaml when present)")
-	root.AddCommand(newServe(f), newMigrate(f), newToken(f), newVersion(), newImport(f), newDemo(f))
+	root.AddCommand(newServe(f), newMigrate(f), newToken(f), newVersion(), newImport(f), newDemo(f), newRoutes())
 	return root
 }
 

@@ -1,38 +1,61 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"io"
-	"sort"
+	"strings"
 	"testing"
-
-	"github.com/agritrade/api/platform/app"
-	"github.com/agritrade/api/platform/config"
 )
 
 // route is one method and path pattern of the engine.
 type route struct{ Method, Path string }
 
-// engineRoutes builds the application as serve does (over a throw-away
-// SQLite) and lists every route of its engine.
+// engineRoutes lists every route of the engine, as `agritrade routes` does.
 func engineRoutes(t *testing.T) []route {
 	t.Helper()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.Auth.Secret = faultSecret
-	p, err := app.Open(context.Background(), cfg, app.Options{LogOutput: io.Discard})
+	infos, err := engineRouteInfos(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = p.Close() }()
-	srv, err := app.NewServer(p, "routes", buildModules(p)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []route
-	for _, r := range srv.Engine.Routes() {
+	out := make([]route, 0, len(infos))
+	for _, r := range infos {
 		out = append(out, route{r.Method, r.Path})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path+out[i].Method < out[j].Path+out[j].Method })
 	return out
+}
+
+// TestRoutesCommand: every route is printed with the function that serves
+// it, not with the adapter every handler goes through.
+func TestRoutesCommand(t *testing.T) {
+	cmd := newRoot()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"routes"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(engineRoutes(t)) {
+		t.Fatalf("%d lines for %d routes:\n%s", len(lines), len(engineRoutes(t)), out.String())
+	}
+	handlers := map[string]string{}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) == 3 {
+			handlers[f[0]+" "+f[1]] = f[2]
+		}
+	}
+	for route, want := range map[string]string{
+		"POST /logistics/v1/loads/batch": "logistics/internal/imports.(*Handler).upload",
+		"GET /livestock/v1/listings/:id": "livestock/internal/listings.(*Handler).get",
+		"DELETE /system/v1/files/:id":    "system/internal/files.(*Handler).archive",
+	} {
+		if handlers[route] != want {
+			t.Errorf("%s: handler %q, want %q", route, handlers[route], want)
+		}
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "httpx.H.func") || len(strings.Fields(l)) != 3 {
+			t.Errorf("line without its handler: %q", l)
+		}
+	}
 }

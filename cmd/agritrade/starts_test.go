@@ -274,11 +274,14 @@ func TestStartKilledInsideAMigration(t *testing.T) {
 	})
 }
 
+// advisoryLocks counts the migration locks held on this test's database only:
+// other tests' databases on the same cluster migrate at the same time.
 func advisoryLocks(t *testing.T, bdb *bun.DB) int {
 	t.Helper()
 	var n int
 	if err := bdb.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'agritrade migrations'`).Scan(&n); err != nil {
+		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'agritrade migrations'
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -23,6 +23,7 @@ const (
 	CodeUnauthorized     Code = "unauthorized"
 	CodeForbidden        Code = "forbidden"
 	CodeNotFound         Code = "not_found"
+	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodeConflict         Code = "conflict"
 	CodePayloadTooLarge  Code = "payload_too_large"
 	CodeUnsupportedMedia Code = "unsupported_media_type"
@@ -37,6 +38,7 @@ var statusOf = map[Code]int{
 	CodeUnauthorized:     http.StatusUnauthorized,
 	CodeForbidden:        http.StatusForbidden,
 	CodeNotFound:         http.StatusNotFound,
+	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 	CodeConflict:         http.StatusConflict,
 	CodePayloadTooLarge:  http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMedia: http.StatusUnsupportedMediaType,

@@ -84,9 +84,6 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 	return s, nil
 }
 
-// AddChecker adds a dependency to the readiness check.
-func (s *Server) AddChecker(c Checker) { s.checkers = append(s.checkers, c) }
-
 func (s *Server) mountModule(m module.Module) {
 	major := "v" + strings.SplitN(m.Version(), ".", 2)[0]
 	log := s.P.Logs.Module(m.Name())
@@ -257,12 +254,9 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           s.Engine,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := newHTTPServer(s.P.Config.HTTP, s.Engine)
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	ln = limitListener(ln, s.P.Config.HTTP.MaxConns)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if ready != nil {

@@ -45,20 +45,12 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Hook runs after a file has been stored and recorded. It is the place for
-// derived data such as thumbnails: a hook may read the bytes back with
-// Service.Read and store what it derives under the record's Path plus a
-// suffix. It runs in the request, so slow work should be queued, not done.
-// Its error is logged: the upload itself has succeeded.
-type Hook func(ctx context.Context, rec *Record) error
-
 // Service is module.Deps.Files: uploads, reads, archives and resolves files.
 type Service struct {
 	store  store
 	db     *bun.DB
 	blobs  Blobs
 	opts   Options
-	hooks  []Hook
 	prefix string // BaseURL + Path
 }
 
@@ -117,14 +109,8 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 	}), nil
 }
 
-// Blobs returns the blob store.
-func (s *Service) Blobs() Blobs { return s.blobs }
-
 // MaxBytes is the upload limit in bytes (0: none).
 func (s *Service) MaxBytes() int64 { return s.opts.MaxBytes }
-
-// OnStored registers a hook that runs after every successful upload.
-func (s *Service) OnStored(h Hook) { s.hooks = append(s.hooks, h) }
 
 // Ping tells whether the blob store answers (readiness).
 func (s *Service) Ping(ctx context.Context) error { return s.blobs.Ping(ctx) }
@@ -185,11 +171,6 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		return nil, err
 	}
 	s.sign(rec)
-	for _, h := range s.hooks {
-		if err := h(ctx, rec); err != nil {
-			s.opts.Log.WithError(err).WithField("file", rec.ID).Warn("file hook failed")
-		}
-	}
 	return rec, nil
 }
 

@@ -46,9 +46,6 @@ func (w *CSVWriter) Write(row []string) error {
 	return w.w.Error()
 }
 
-// Rows is the number of rows written, the header included.
-func (w *CSVWriter) Rows() int { return w.rows }
-
 // Close flushes what is left.
 func (w *CSVWriter) Close() error {
 	w.w.Flush()

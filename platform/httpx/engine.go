@@ -5,9 +5,12 @@
 package httpx
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -54,9 +57,17 @@ func NewEngine(o Options) *gin.Engine {
 	e := gin.New()
 	e.ContextWithFallback = true
 	e.RemoveExtraSlash = true
+	// gin's redirects answer with an HTML body; the API answers JSON only, so a
+	// path with a trailing slash is a 404 that names the path without it.
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	// A known path with another method is 405 with Allow (gin computes Allow).
+	e.HandleMethodNotAllowed = true
 	if err := e.SetTrustedProxies(nil); err != nil {
 		panic(err) // nil is always accepted
 	}
+	// First, so that a HEAD re-dispatched as GET runs the chain only once.
+	e.Use(headAsGet(e))
 	if o.Tracing != nil {
 		e.Use(o.Tracing)
 	}
@@ -66,9 +77,59 @@ func NewEngine(o Options) *gin.Engine {
 	e.Use(apierr.Middleware(apierr.RenderOptions{Debug: o.Debug, Logger: func(c *gin.Context) logrus.FieldLogger { return Logger(c) }, Unavailable: o.Unavailable}))
 	e.Use(limitJSONBody(o.MaxBodyBytes))
 	e.NoRoute(func(c *gin.Context) {
-		apierr.Render(c, apierr.New(apierr.CodeNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+		path := c.Request.URL.Path
+		if len(path) > 1 && strings.HasSuffix(path, "/") {
+			apierr.Render(c, apierr.New(apierr.CodeNotFound, "no route for %s %s (paths have no trailing slash: %s)", c.Request.Method, path, strings.TrimRight(path, "/")))
+			return
+		}
+		apierr.Render(c, apierr.New(apierr.CodeNotFound, "no route for %s %s", c.Request.Method, path))
+	})
+	e.NoMethod(func(c *gin.Context) {
+		allow := c.Writer.Header().Get("Allow")
+		if hasMethod(allow, http.MethodGet) && !hasMethod(allow, http.MethodHead) {
+			allow += ", " + http.MethodHead
+			c.Writer.Header().Set("Allow", allow)
+		}
+		apierr.Render(c, apierr.New(apierr.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", c.Request.Method, c.Request.URL.Path, allow))
 	})
 	return e
+}
+
+func hasMethod(allow, method string) bool {
+	for _, m := range strings.Split(allow, ",") {
+		if strings.TrimSpace(m) == method {
+			return true
+		}
+	}
+	return false
+}
+
+type headKey struct{}
+
+// headAsGet answers HEAD on every GET route (RFC 9110 9.3.2) without each
+// module registering it: a HEAD that matched no route of its own is routed
+// again as a GET. The clone keeps net/http's original request, whose method
+// is still HEAD, so the server sends the GET's status and headers and
+// discards the body; handlers that can skip producing a body ask IsHead.
+func headAsGet(e *gin.Engine) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.Method != http.MethodHead || c.FullPath() != "" {
+			c.Next()
+			return
+		}
+		r := c.Request.Clone(context.WithValue(c.Request.Context(), headKey{}, true))
+		r.Method = http.MethodGet
+		c.Request = r
+		e.HandleContext(c)
+		c.Abort()
+	}
+}
+
+// IsHead tells whether the client asked HEAD for this GET route: the body it
+// writes is discarded, so a handler may skip making it.
+func IsHead(c *gin.Context) bool {
+	v, _ := c.Request.Context().Value(headKey{}).(bool)
+	return v
 }
 
 var safeRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
@@ -202,7 +263,7 @@ func cors(origins []string) gin.HandlerFunc {
 		h.Add("Vary", "Origin")
 		h.Set("Access-Control-Expose-Headers", "X-Request-ID, X-API-Version, X-Total-Count, ETag, Content-Disposition, Retry-After")
 		if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-None-Match, Range, X-Request-ID")
 			h.Set("Access-Control-Max-Age", "600")
 			c.AbortWithStatus(http.StatusNoContent)
@@ -217,9 +278,36 @@ type Handler func(c *gin.Context) error
 
 // H adapts a Handler: a returned error goes to the error middleware.
 func H(h Handler) gin.HandlerFunc {
+	name := runtime.FuncForPC(reflect.ValueOf(h).Pointer()).Name()
 	return func(c *gin.Context) {
+		if _, ok := c.Get(describeKey); ok {
+			c.Set(describeKey, name)
+			return
+		}
 		if err := h(c); err != nil {
 			apierr.Render(c, err)
 		}
 	}
+}
+
+// describeKey asks an H adapter for the name of the function it serves
+// instead of serving (HandlerName); no request carries it.
+const describeKey = "httpx.describe"
+
+// HandlerName is the function that serves a route: gin names only the last
+// handler of the chain, which for every route built with H is the adapter, so
+// the adapter is asked for the function it wraps.
+func HandlerName(r gin.RouteInfo) string {
+	if !strings.Contains(r.Handler, "/platform/httpx.H.") {
+		return r.Handler
+	}
+	c := &gin.Context{}
+	c.Set(describeKey, true)
+	r.HandlerFunc(c)
+	if name, ok := c.Get(describeKey); ok {
+		if s, ok := name.(string); ok {
+			return s
+		}
+	}
+	return r.Handler
 }

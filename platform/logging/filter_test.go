@@ -122,3 +122,21 @@ func FuzzParseFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestSettingsReadBackAsSent: logrus names "warn" "warning"; an operator who
+// set "warn" must read "warn" back (API.md: level spelled as it was sent).
+func TestSettingsReadBackAsSent(t *testing.T) {
+	reg, _ := NewRegistry(&bytes.Buffer{}, "text", "info")
+	m := reg.Module("system")
+	for _, level := range []string{"warn", "warning", "debug"} {
+		if err := m.Apply(Settings{Level: level}); err != nil {
+			t.Fatal(err)
+		}
+		if s := m.Settings(); s.Level != level {
+			t.Fatalf("set %q, read %q", level, s.Level)
+		}
+	}
+	if m.Logger().GetLevel().String() != "debug" {
+		t.Fatalf("logger level %s", m.Logger().GetLevel())
+	}
+}

@@ -78,17 +78,6 @@ func (r *Registry) Module(name string) *Module {
 	return m
 }
 
-// Names lists the modules that have loggers.
-func (r *Registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.modules))
-	for n := range r.modules {
-		out = append(out, n)
-	}
-	return out
-}
-
 func (r *Registry) newFormatter() logrus.Formatter {
 	if r.format == "json" {
 		return &logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00"}
@@ -103,6 +92,9 @@ type Module struct {
 	mu     sync.RWMutex
 	filter Filter
 	raw    string
+	// level is the level as an operator spelled it ("warn", not logrus's
+	// "warning"), so that what was set reads back unchanged.
+	level string
 }
 
 // Name is the module's name.
@@ -124,7 +116,11 @@ func (m *Module) Component(name string) *logrus.Entry {
 func (m *Module) Settings() Settings {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return Settings{Level: m.logger.GetLevel().String(), Filter: m.raw}
+	level := m.level
+	if level == "" {
+		level = m.logger.GetLevel().String()
+	}
+	return Settings{Level: level, Filter: m.raw}
 }
 
 // Apply validates and sets a level and filter at once; on error nothing changes.
@@ -140,6 +136,7 @@ func (m *Module) Apply(s Settings) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.logger.SetLevel(lvl)
+	m.level = strings.ToLower(strings.TrimSpace(s.Level))
 	m.filter = f
 	m.raw = f.String()
 	return nil

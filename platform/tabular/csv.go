@@ -26,7 +26,7 @@ func openCSV(br *bufio.Reader, head []byte, o Options) (rowSource, error) {
 		head = head[len(utf8BOM):]
 	}
 	comma := sniffDelimiter(head)
-	cr := csv.NewReader(&lineLimiter{r: br, max: o.MaxRowBytes, maxCells: o.MaxCells, comma: byte(comma)})
+	cr := csv.NewReader(&lineLimiter{r: br, max: o.MaxRowBytes, maxCells: o.MaxCells, comma: comma})
 	cr.Comma = comma
 	cr.FieldsPerRecord = -1 // rows may be short or long: the import validates cells
 	return &csvSource{r: cr}, nil
@@ -109,7 +109,7 @@ type lineLimiter struct {
 	r        io.Reader
 	max      int
 	maxCells int
-	comma    byte
+	comma    rune // one of the ASCII delimiters sniffDelimiter picks
 	cur      int
 	cells    int
 	quoted   bool
@@ -129,7 +129,7 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 				l.cur, l.cells, l.start = 0, 0, l.line
 				continue
 			}
-		case c == l.comma && !l.quoted:
+		case rune(c) == l.comma && !l.quoted:
 			if l.cells++; l.cells >= l.maxCells {
 				return 0, &lineTooLong{line: l.start + 1, max: l.maxCells, cells: true}
 			}

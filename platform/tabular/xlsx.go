@@ -184,7 +184,7 @@ func partPath(target string) string {
 
 // openPart checks a part's declared sizes and opens it as a guarded XML stream.
 func (s *xlsxSource) openPart(f *zip.File, limit int64) (io.ReadCloser, *xml.Decoder, error) {
-	if f.UncompressedSize64 > uint64(limit) {
+	if f.UncompressedSize64 > uint64(limit) { //nolint:gosec // limit > 0: Options.withDefaults
 		return nil, nil, apierr.New(apierr.CodePayloadTooLarge, "the XLSX file %s holds a part (%s) that unpacks to %d bytes, over the limit of %d", s.name, f.Name, f.UncompressedSize64, limit)
 	}
 	if f.UncompressedSize64 > zipRatioFloor && f.UncompressedSize64 > maxZipRatio*f.CompressedSize64 {
@@ -532,7 +532,7 @@ func (t *sharedStrings) add(b []byte, o Options) error {
 		b = b[n:]
 		t.size += n
 	}
-	t.ends = append(t.ends, uint32(t.size))
+	t.ends = append(t.ends, uint32(t.size)) //nolint:gosec // size <= MaxSharedStringBytes, far below 4 GiB
 	return nil
 }
 

@@ -75,11 +75,12 @@ func AdminSettingsScenarios(t *testing.T, s *Server, module, other string) {
 		{Name: "put200", Req: Request{Method: http.MethodPut, Path: path, Token: admin, JSON: map[string]any{"logging": map[string]any{"level": "debug", "filter": "files, loads:*,-loads:import"}}}, Status: http.StatusOK,
 			Check: func(t *testing.T, r *Response) {
 				var doc struct {
-					Logging struct{ Level, Filter string }
+					Status, Message string
+					Logging         struct{ Level, Filter string }
 				}
 				r.Decode(t, &doc)
-				if doc.Logging.Level != "debug" || doc.Logging.Filter != "files,loads:*,-loads:import" {
-					t.Fatalf("answer %s", r.Body)
+				if doc.Status != "success" || doc.Message == "" || doc.Logging.Level != "debug" || doc.Logging.Filter != "files,loads:*,-loads:import" {
+					t.Fatalf("answer %s, want the confirmation with the applied settings", r.Body)
 				}
 				if got := s.Platform.Logs.Module(module).Settings().Level; got != "debug" {
 					t.Fatalf("module logger level %s, want debug", got)
@@ -109,7 +110,7 @@ func AdminSettingsScenarios(t *testing.T, s *Server, module, other string) {
 					Logging struct{ Level, Filter string }
 				}
 				r.Decode(t, &doc)
-				if doc.Logging.Level != "warning" || doc.Logging.Filter != "files,loads:*,-loads:import" {
+				if doc.Logging.Level != "warn" || doc.Logging.Filter != "files,loads:*,-loads:import" {
 					t.Fatalf("answer %s", r.Body)
 				}
 			}},

@@ -6,10 +6,6 @@
 // file references through it; this feature binds the multipart form as a
 // stream, and serves the bytes with ranges, entity tags and a safe
 // Content-Disposition.
-//
-// Thumbnails are not made yet. Their place is a filestore.Hook registered
-// with Service.OnStored (see New): it receives each stored record, can read
-// the bytes back with Service.Read and store a derived image beside them.
 package files
 
 import (
@@ -148,6 +144,11 @@ func (h *Handler) serve(c *gin.Context, rec *filestore.Record, inline bool) erro
 	}
 	hdr.Set("Content-Disposition", contentDisposition(inline, rec.Name))
 	c.Status(status)
+	if httpx.IsHead(c) {
+		// HEAD: the headers above are the answer; reading the bytes would be waste.
+		c.Writer.WriteHeaderNow()
+		return nil
+	}
 	buf := make([]byte, 64<<10)
 	if _, err := io.CopyBuffer(onlyWriter{c.Writer}, body, buf); err != nil {
 		// Headers are gone: the client sees a short body; the log says why.

@@ -1,0 +1,165 @@
+package app
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/agritrade/api/platform/config"
+	"golang.org/x/net/netutil"
+)
+
+// Deadlines that move with progress. net/http's ReadTimeout and WriteTimeout
+// are for the whole request or response: any value that stops a slow-loris
+// also cuts a legitimate 50 MiB upload or download over a slow mobile link. So
+// the server keeps only ReadHeaderTimeout (the header is small) and the
+// handler below sets per-connection deadlines that move as bytes move:
+//
+//   - request body: each read may wait at most BodyIdleTimeout for data, and
+//     the body must average BodyMinRate bytes a second over the time spent
+//     waiting for it, after a first BodyIdleTimeout of grace. Only time spent
+//     waiting counts, not the time a handler spends working between reads. A
+//     client sending 1 byte every few seconds is cut after about
+//     BodyIdleTimeout; an upload moving at BodyMinRate or more never is.
+//   - response: each writeChunk of it must be taken by the client within
+//     WriteIdleTimeout, so a stalled download is cut and a slow one (anything
+//     over writeChunk per WriteIdleTimeout, 550 B/s with the defaults) is not.
+//   - connections: at most MaxConns open at once; more wait in the backlog.
+
+// writeChunk is the piece of a response each write deadline covers.
+const writeChunk = 32 << 10
+
+// errSlowBody is the read error of a body below its minimum rate.
+var errSlowBody = errors.New("request body arrives slower than the minimum rate")
+
+// newHTTPServer is the server of Serve, with the header bounds and the
+// progress deadlines of cfg around h.
+func newHTTPServer(cfg config.HTTP, h http.Handler) *http.Server {
+	header := cfg.ReadHeaderTimeout
+	if header <= 0 {
+		header = 10 * time.Second
+	}
+	maxHeader := cfg.MaxHeaderKB << 10
+	if maxHeader <= 0 {
+		maxHeader = 64 << 10
+	}
+	return &http.Server{
+		Handler:           progressDeadlines(cfg, h),
+		ReadHeaderTimeout: header,
+		MaxHeaderBytes:    maxHeader,
+		IdleTimeout:       2 * time.Minute,
+	}
+}
+
+// limitListener caps the connections open at once (none when max <= 0).
+func limitListener(ln net.Listener, max int) net.Listener {
+	if max <= 0 {
+		return ln
+	}
+	return netutil.LimitListener(ln, max)
+}
+
+// progressDeadlines wraps h with the body and response deadlines of cfg.
+func progressDeadlines(cfg config.HTTP, h http.Handler) http.Handler {
+	idle, rate, writeIdle := cfg.BodyIdleTimeout, cfg.BodyMinRate, cfg.WriteIdleTimeout
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if idle > 0 && r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			// Also bounds what the server reads of an unread body after the handler.
+			_ = rc.SetReadDeadline(time.Now().Add(idle))
+			r.Body = &progressBody{ReadCloser: r.Body, rc: rc, idle: idle, rate: rate}
+		}
+		if writeIdle > 0 {
+			w = &progressWriter{ResponseWriter: w, rc: rc, idle: writeIdle}
+		}
+		h.ServeHTTP(w, r)
+		if writeIdle > 0 {
+			// What the handler left buffered is written after it returns.
+			_ = rc.SetWriteDeadline(time.Now().Add(writeIdle))
+		}
+	})
+}
+
+// progressBody sets the connection's read deadline before each read of the body.
+type progressBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	idle   time.Duration
+	rate   int64
+	read   int64
+	waited time.Duration
+	done   bool
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	if b.done {
+		// At the end of the body the server's own background read takes the
+		// connection over (it clears the deadline): leave it alone.
+		return b.ReadCloser.Read(p)
+	}
+	allowed := b.idle
+	if b.rate > 0 {
+		earned := time.Duration(float64(b.read) / float64(b.rate) * float64(time.Second))
+		allowed = min(allowed, b.idle+earned-b.waited)
+	}
+	start := time.Now()
+	if allowed <= 0 {
+		_ = b.rc.SetReadDeadline(start) // the connection is dropped, not drained
+		return 0, errSlowBody
+	}
+	_ = b.rc.SetReadDeadline(start.Add(allowed))
+	n, err := b.ReadCloser.Read(p)
+	b.waited += time.Since(start)
+	b.read += int64(n)
+	if err != nil {
+		b.done = true
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = errSlowBody
+		}
+	}
+	return n, err
+}
+
+// progressWriter sets the connection's write deadline before each chunk.
+type progressWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), writeChunk)
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+		m, err := w.ResponseWriter.Write(p[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// Flush sends what is buffered under a fresh deadline.
+func (w *progressWriter) Flush() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	_ = w.rc.Flush()
+}
+
+// Hijack hands the connection over without the deadlines.
+func (w *progressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := w.rc.Hijack()
+	if err == nil {
+		_ = conn.SetDeadline(time.Time{})
+	}
+	return conn, rw, err
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

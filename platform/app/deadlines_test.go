@@ -1,0 +1,362 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agritrade/api/platform/config"
+)
+
+// Short deadlines, so that the tests run in seconds; the rules are those of
+// the defaults (60 s idle, 1 KiB/s, 60 s per 32 KiB written).
+var testDeadlines = config.HTTP{
+	ReadHeaderTimeout: 500 * time.Millisecond,
+	MaxHeaderKB:       16,
+	BodyIdleTimeout:   500 * time.Millisecond,
+	BodyMinRate:       4 << 10,
+	WriteIdleTimeout:  500 * time.Millisecond,
+	MaxConns:          0,
+}
+
+// deadlineServer serves h behind the progress deadlines on a real listener.
+func deadlineServer(t *testing.T, cfg config.HTTP, h http.Handler) string {
+	addr, _ := deadlineServerClosed(t, cfg, h)
+	return addr
+}
+
+// deadlineServerClosed is deadlineServer that also counts the connections the
+// server has closed.
+func deadlineServerClosed(t *testing.T, cfg config.HTTP, h http.Handler) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(cfg, h)
+	closed := &atomic.Int64{}
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	go func() { _ = srv.Serve(limitListener(ln, cfg.MaxConns)) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return ln.Addr().String(), closed
+}
+
+// readAllBody answers how many body bytes it read, or the read error.
+func readAllBody(got *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		got.Store(n)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = fmt.Fprintf(w, "%d", n)
+	})
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	e, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(e)
+}
+
+// waitClosed reads from c until the server closes it; false when it is still
+// open at the deadline.
+func waitClosed(c net.Conn, within time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(within))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
+}
+
+// TestSlowClientsAreCut: a flood of connections that send their headers or
+// bodies a byte at a time are all closed by the server soon after the
+// deadlines, and their file descriptors are released.
+func TestSlowClientsAreCut(t *testing.T) {
+	var got atomic.Int64
+	addr := deadlineServer(t, testDeadlines, readAllBody(&got))
+	before := openFDs(t)
+	const flood = 100
+	conns := make([]net.Conn, 0, 2*flood)
+	for i := range 2 * flood {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if i%2 == 0 { // a body that dribbles
+			_, _ = io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nx")
+		} else { // headers that dribble
+			_, _ = io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: x\r\n")
+		}
+	}
+	// Keep dribbling a byte each 100 ms (each read gets data well within the
+	// idle timeout: only the rate rule and the header timeout can cut them).
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for i, c := range conns {
+				if i%2 == 0 {
+					_, _ = c.Write([]byte("x"))
+				} else {
+					_, _ = c.Write([]byte("X"))
+				}
+			}
+		}
+	})
+	var open int
+	for _, c := range conns {
+		if !waitClosed(c, 10*time.Second) {
+			open++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	if open > 0 {
+		t.Fatalf("%d of %d slow connections still open after 10 s", open, len(conns))
+	}
+	// The server's side of every connection is closed: its descriptors are back.
+	deadline := time.Now().Add(5 * time.Second)
+	for openFDs(t) > before+5 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := openFDs(t); n > before+5 {
+		t.Fatalf("%d file descriptors open, %d before the flood", n, before)
+	}
+}
+
+// TestSlowUploadThatMovesCompletes: an upload at a steady 8 KiB/s (twice the
+// minimum rate) that lasts many idle timeouts completes, and so does one whose
+// handler works longer than the idle timeout between reads.
+func TestSlowUploadThatMovesCompletes(t *testing.T) {
+	var got atomic.Int64
+	addr := deadlineServer(t, testDeadlines, readAllBody(&got))
+	const size = 24 << 10 // 3 s at 8 KiB/s, six idle timeouts
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := bytes.Repeat([]byte("u"), 1<<10)
+		for range size / len(chunk) {
+			time.Sleep(125 * time.Millisecond)
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		_ = pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/upload", pr)
+	req.ContentLength = size
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(body) != fmt.Sprint(size) {
+		t.Fatalf("slow upload: %d %s", res.StatusCode, body)
+	}
+
+	t.Run("handler busy between reads", func(t *testing.T) {
+		addr := deadlineServer(t, testDeadlines, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			buf := make([]byte, 1000)
+			if _, err := io.ReadFull(r.Body, buf); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			time.Sleep(1500 * time.Millisecond) // three idle timeouts of work
+			n, err := io.Copy(io.Discard, r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			_, _ = fmt.Fprintf(w, "%d", n+1000)
+		}))
+		res, err := http.Post("http://"+addr+"/upload", "text/plain", strings.NewReader(strings.Repeat("b", 200<<10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK || string(body) != fmt.Sprint(200<<10) {
+			t.Fatalf("busy handler: %d %s", res.StatusCode, body)
+		}
+	})
+}
+
+// TestDownloads: a client that stops reading is cut (the handler's write
+// fails and the connection closes), while one reading slowly but steadily
+// gets every byte.
+func TestDownloads(t *testing.T) {
+	const size = 4 << 20
+	writeErr := make(chan error, 4)
+	file := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		_, err := w.Write(bytes.Repeat([]byte("d"), size)) // one large write: chunked by the deadlines
+		writeErr <- err
+	})
+
+	t.Run("stalled", func(t *testing.T) {
+		addr, closed := deadlineServerClosed(t, testDeadlines, file)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		_, _ = io.WriteString(c, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n")
+		// Read nothing: the socket buffers fill and the server must give up.
+		select {
+		case err := <-writeErr:
+			if err == nil {
+				t.Fatal("a stalled download was written to the end")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a stalled download is still held after 10 s")
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for closed.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if closed.Load() == 0 {
+			t.Fatal("the server still holds the stalled connection")
+		}
+	})
+
+	t.Run("slow but moving", func(t *testing.T) {
+		// On loopback the kernel grows the send buffer to megabytes, and a
+		// blocked write wakes only when a third of it is free; on a slow
+		// mobile link it stays near the small bandwidth-delay product. The
+		// server's send buffers are set small here to stand for such a link.
+		cfg := testDeadlines
+		cfg.WriteIdleTimeout = 2 * time.Second
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newHTTPServer(cfg, file)
+		go func() { _ = srv.Serve(smallSendBuffers{ln}) }()
+		defer func() { _ = srv.Close() }()
+		addr := ln.Addr().String()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(16 << 10)
+		}
+		_, _ = io.WriteString(c, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n")
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = res.Body.Close() }()
+		// 64 KiB each 20 ms, pausing throughout: most of the server's writes
+		// wait on the client, and none may be cut.
+		var n int64
+		buf := make([]byte, 64<<10)
+		for {
+			m, err := io.ReadFull(res.Body, buf)
+			n += int64(m)
+			if err != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n != size {
+			t.Fatalf("read %d of %d bytes", n, size)
+		}
+		if err := <-writeErr; err != nil {
+			t.Fatalf("the slow download's write failed: %v", err)
+		}
+	})
+}
+
+// smallSendBuffers gives accepted connections a 64 KiB send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(64 << 10)
+	}
+	return c, err
+}
+
+// TestMaxConns: connections over the cap wait in the backlog until one closes.
+func TestMaxConns(t *testing.T) {
+	cfg := testDeadlines
+	cfg.MaxConns = 2
+	addr := deadlineServer(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	held := make([]net.Conn, 0, 2)
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		// A request answered, the connection then idles (keep-alive).
+		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("held connection: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("held connection: %d", res.StatusCode)
+		}
+	}
+	third, err := net.Dial("tcp", addr) // accepted by the kernel, not by the server
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = third.Close() }()
+	_, _ = io.WriteString(third, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := third.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a third connection was served while two were open")
+	}
+	_ = held[0].Close()
+	_ = third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(third), nil)
+	if err != nil {
+		t.Fatalf("the waiting connection after one closed: %v", err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the waiting connection after one closed: %d", res.StatusCode)
+	}
+	_ = held[1].Close()
+}
