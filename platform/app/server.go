@@ -212,6 +212,7 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	cancel()
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
 	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
+	s.goRun(ctx, wg, "events", s.P.Events.Run)
 	for _, m := range s.Modules {
 		if r, ok := m.(module.Runner); ok {
 			s.goRun(ctx, wg, m.Name(), r.Run)
@@ -257,6 +258,9 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	srv := newHTTPServer(s.P.Config.HTTP, s.Engine)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = limitListener(ln, s.P.Config.HTTP.MaxConns)
+	// Event streams never finish by themselves: shutdown ends them (clients
+	// reconnect elsewhere with Last-Event-ID) so that it is not held up.
+	srv.RegisterOnShutdown(s.P.Events.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if ready != nil {

@@ -33,6 +33,7 @@ type Config struct {
 	Locations Locations `mapstructure:"locations"`
 	RateLimit RateLimit `mapstructure:"ratelimit"`
 	Otel      Otel      `mapstructure:"otel"`
+	Events    Events    `mapstructure:"events"`
 	Imports   Imports   `mapstructure:"imports"`
 	Debug     bool      `mapstructure:"debug"`
 }
@@ -44,6 +45,19 @@ type Otel struct {
 	Endpoint string `mapstructure:"endpoint"`
 	// ServiceName is the service.name of the spans (default agritrade).
 	ServiceName string `mapstructure:"service_name"`
+}
+
+// Events configures the live event stream (GET /system/v1/events).
+type Events struct {
+	// Retention is how long events stay replayable with Last-Event-ID.
+	Retention time.Duration `mapstructure:"retention"`
+	// Heartbeat is the interval of the keep-alive comment lines.
+	Heartbeat time.Duration `mapstructure:"heartbeat"`
+	// MaxPerUser bounds one user's open streams per replica (429 above).
+	MaxPerUser int `mapstructure:"max_per_user"`
+	// MaxStreams bounds the open streams of one replica (503 above); each
+	// stream is one of the http.max_conns connections, so it stays below that.
+	MaxStreams int `mapstructure:"max_streams"`
 }
 
 // Imports bounds the spreadsheet imports (variety import, load batches).
@@ -368,6 +382,10 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("otel.endpoint", "")
 	v.SetDefault("otel.service_name", "agritrade")
+	v.SetDefault("events.retention", 24*time.Hour)
+	v.SetDefault("events.heartbeat", 25*time.Second)
+	v.SetDefault("events.max_per_user", 8)
+	v.SetDefault("events.max_streams", 3000)
 	v.SetDefault("log.format", "text")
 	v.SetDefault("log.level", "info")
 	for _, m := range []string{"system", "logistics", "livestock"} {
