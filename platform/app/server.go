@@ -194,7 +194,7 @@ func docsSecurity(c *gin.Context) {
 
 // Start writes nothing (Platform.MigrateUp migrated and seeded, under the
 // migration lock): it loads stored settings and starts background work (bus,
-// settings resync, outbox dispatcher, module runners), waiting up to
+// settings resync, outbox dispatcher, upload sweeper, module runners), waiting up to
 // busReadyWait for the bus to receive. Background errors are logged; cancel
 // ctx to stop them, then Wait.
 func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
@@ -213,6 +213,10 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
 	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
 	s.goRun(ctx, wg, "events", s.P.Events.Run)
+	if s.P.Files != nil {
+		// Removes the bytes of uploads abandoned half-way (files.sweep_interval).
+		s.goRun(ctx, wg, "files", s.P.Files.RunSweeper)
+	}
 	for _, m := range s.Modules {
 		if r, ok := m.(module.Runner); ok {
 			s.goRun(ctx, wg, m.Name(), r.Run)
