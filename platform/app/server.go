@@ -179,6 +179,12 @@ func (s *Server) mountDocs() error {
 			serveIndex(c)
 			return
 		}
+		// A name the page does not have answers the error body, not the
+		// file server's plain-text 404.
+		if st, err := fs.Stat(sub, name); err != nil || st.IsDir() {
+			apierr.Render(c, apierr.NotFound("docs asset"))
+			return
+		}
 		c.FileFromFS(name, http.FS(sub))
 	})
 	return nil

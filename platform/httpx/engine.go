@@ -76,6 +76,7 @@ func NewEngine(o Options) *gin.Engine {
 	e.Use(accessLog(o.Metrics))
 	e.Use(apierr.Middleware(apierr.RenderOptions{Debug: o.Debug, Logger: func(c *gin.Context) logrus.FieldLogger { return Logger(c) }, Unavailable: o.Unavailable}))
 	e.Use(limitJSONBody(o.MaxBodyBytes))
+	e.Use(checkParams())
 	e.NoRoute(func(c *gin.Context) {
 		path := c.Request.URL.Path
 		if len(path) > 1 && strings.HasSuffix(path, "/") {
