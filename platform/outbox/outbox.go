@@ -152,6 +152,7 @@ func EnqueueAll(ctx context.Context, idb bun.IDB, es []Event) error {
 		if err != nil {
 			return err
 		}
+		rec.TraceContext = telemetry.Inject(ctx)
 		recs[i] = rec
 	}
 	const chunk = 500
