@@ -54,7 +54,9 @@ func (h *Handler) upload(c *gin.Context) error {
 	case !p.MemberOf(def.OrganiserID):
 		return apierr.Forbidden("you are not a member of organisation %s", def.OrganiserID)
 	}
+	done := tabular.Track("loads")
 	res, err := h.svc.Import(c.Request.Context(), p, rows, def)
+	done(res, err)
 	if err != nil {
 		return err
 	}
