@@ -5,6 +5,7 @@ package system
 import (
 	"context"
 	"embed"
+	"github.com/agritrade/api/platform/auth"
 	"io"
 	"io/fs"
 
@@ -67,6 +68,10 @@ func (m *Module) Mount(r module.Routes) {
 	admin.Mount(r.API, m.admin)
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
 	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
+	if m.deps.Events != nil {
+		// The caller's live event stream (platform/events).
+		r.API.GET("/events", auth.RequireAuth(), httpx.H(m.deps.Events.Serve))
+	}
 	experts.Mount(r.API, experts.NewService(m.deps.DB, m.deps.Files))
 	if m.shortlinks != nil {
 		// The redirect lives at the root (/s/{code}) but is the System module's.

@@ -325,6 +325,7 @@ var fingerprintTables = []struct{ table, columns string }{
 	{"system_conversations", "*"}, {"system_conversation_messages", "*"}, {"system_conversation_participants", "*"},
 	{"system_expert_requests", "*"}, {"system_short_links", "*"}, {"refdata_varieties", "*"},
 	{"logistics_loads", "*"}, {"livestock_listings", "*"}, {"livestock_reports", "*"}, {"livestock_wishlist", "*"},
+	{"livestock_saved_searches", "*"}, {"livestock_saved_search_alerts", "*"}, {"platform_events", "id, type"},
 }
 
 // fingerprint hashes the rows of every table a write may touch.
@@ -553,6 +554,14 @@ func matrixRows() []row {
 		}},
 		row{name: "listings/wishlist draft", want: ownerOrg(ok), req: func(t *testing.T, f *fixture, c caller) testkit.Request {
 			return jsonReq(http.MethodPut, "/livestock/v1/listings/"+f.listing(t, mOwner, true, nil)+"/wishlist", nil)
+		}},
+		row{name: "saved-searches/create", want: all(ok), req: func(t *testing.T, f *fixture, c caller) testkit.Request {
+			return jsonReq(http.MethodPost, "/livestock/v1/saved-searches", map[string]any{"name": "Sheep", "query": map[string]any{"f:commodityType": "sheep"}})
+		}},
+		row{name: "saved-searches/delete owner's", want: but(all(notFound), "owner", ok), req: func(t *testing.T, f *fixture, c caller) testkit.Request {
+			var out struct{ ID string }
+			f.do(t, mOwner, http.MethodPost, "/livestock/v1/saved-searches", map[string]any{"name": "Cattle", "query": map[string]any{"f:commodityType": "cattle"}}, &out)
+			return jsonReq(http.MethodDelete, "/livestock/v1/saved-searches/"+out.ID, nil)
 		}},
 		row{name: "listings/admin review", want: adminOnly, req: func(t *testing.T, f *fixture, c caller) testkit.Request {
 			id := f.listing(t, mOwner, false, nil)

@@ -405,6 +405,34 @@ func (s *sweeper) get(pattern, path, token string) []byte {
 	return s.send(http.MethodGet, pattern, path, token, payload{}, http.StatusOK)
 }
 
+// stream opens an event stream with Last-Event-ID 0 (its replay reads the
+// database, so an outage answers 503), takes its status and first lines, and
+// hangs up: the stream itself never ends.
+func (s *sweeper) stream(pattern, path, token string) {
+	phase, _ := s.phase.Load().(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", "0")
+	status, hdr, body := 0, http.Header(nil), []byte(nil)
+	res, err := http.DefaultClient.Do(req)
+	if err == nil {
+		status, hdr = res.StatusCode, res.Header
+		buf := make([]byte, 256)
+		n, _ := res.Body.Read(buf)
+		body = buf[:n]
+		_ = res.Body.Close()
+	}
+	s.tl.record(phase, http.MethodGet, pattern, status, hdr, err, body)
+	if err != nil || status != http.StatusOK {
+		s.ok = false
+		s.mu.Lock()
+		s.failures = append(s.failures, fmt.Sprintf("GET %s: %d %v %.200s", path, status, err, body))
+		s.mu.Unlock()
+	}
+}
+
 func (s *sweeper) post(pattern, path, token string, p payload) []byte {
 	return s.send(http.MethodPost, pattern, path, token, p, http.StatusOK)
 }
@@ -486,6 +514,7 @@ func (s *sweeper) pass(n int) bool {
 	conv := field(s.post("/system/v1/conversations", "/system/v1/conversations", fx.buyer, js(map[string]any{
 		"to": demoFarmer.UserID, "message": "Sweep " + seq + ": can you deliver?", "title": "Sweep " + seq})), "conversationId")
 	s.get("/system/v1/conversations", "/system/v1/conversations", fx.farmer)
+	s.stream("/system/v1/events", "/system/v1/events", fx.farmer)
 	s.get("/system/v1/conversations/listing/:id", "/system/v1/conversations/listing/"+fx.listing, fx.buyer)
 	s.get("/system/v1/conversations/:id", "/system/v1/conversations/"+fx.conversation, fx.farmer)
 	s.post("/system/v1/conversations/:id/messages", "/system/v1/conversations/"+or(conv)+"/messages", fx.farmer,
@@ -544,5 +573,9 @@ func (s *sweeper) pass(n int) bool {
 	s.get("/livestock/v1/admin/reports", "/livestock/v1/admin/reports", fx.admin)
 	s.post("/livestock/v1/admin/listings/:id/review", "/livestock/v1/admin/listings/"+or(listing)+"/review", fx.admin, js(map[string]any{"decision": "clear"}))
 	s.post("/livestock/v1/listings/:id/close", l+"/close", fx.farmer, js(map[string]any{"status": "sold"}))
+	saved := s.created(s.post("/livestock/v1/saved-searches", "/livestock/v1/saved-searches", fx.buyer,
+		js(map[string]any{"name": "Sweep " + seq, "query": map[string]any{"f:commodityType": "sheep", "latitude": 54.3, "longitude": -2.7, "distanceKm": 50}})))
+	s.get("/livestock/v1/saved-searches", "/livestock/v1/saved-searches", fx.buyer)
+	s.send(http.MethodDelete, "/livestock/v1/saved-searches/:id", "/livestock/v1/saved-searches/"+or(saved), fx.buyer, payload{}, http.StatusOK)
 	return s.ok
 }

@@ -74,7 +74,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the generated database")
 	flag.StringVar(&o.reuse, "reuse", "", "database of an earlier -keep run to measure again without generating")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
-	flag.StringVar(&o.only, "only", "", "run only this part: search, export or upload")
+	flag.StringVar(&o.only, "only", "", "run only this part: search, catchup, export or upload")
 	flag.Parse()
 	admin := os.Getenv(EnvDSN)
 	if admin == "" {
@@ -177,6 +177,12 @@ func run(ctx context.Context, admin string, o options) error {
 		b.searches()
 		fmt.Println()
 	}
+	if o.only == "" || o.only == "catchup" {
+		if err := b.catchUp(ctx, p.DB); err != nil {
+			return err
+		}
+		fmt.Println()
+	}
 	if o.only == "" || o.only == "export" {
 		if err := b.export(); err != nil {
 			return err
@@ -275,6 +281,10 @@ func (b *bench) generate(ctx context.Context, bdb *bun.DB) error {
 				TicketNumber: fmt.Sprintf("WB-%06d", r.IntN(1_000_000)), VehicleRegistration: fmt.Sprintf("AB%02d %c%c%c", r.IntN(100), letter(r), letter(r), letter(r)),
 				Status: loads.StatusUpcoming, CreatedBy: "bench", CreatedAt: now, UpdatedAt: now,
 			}
+			// Changes spread over the last 30 days, so that a catch-up
+			// (updatedSinceUTC) of the last hour or day finds a realistic few.
+			l.UpdatedAt = now.Add(-time.Duration(r.Int64N(int64(catchUpSpan))))
+			l.CreatedAt = l.UpdatedAt
 			l.Commodity.Name = commodities[l.Commodity.ID]
 			l.DeliveryDateISO = l.DeliveryDate.Format(time.DateOnly)
 			w1 := float64(20 + r.IntN(10))
@@ -561,4 +571,76 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// catchUpSpan is how far back the generated loads' last changes go.
+const catchUpSpan = 30 * 24 * time.Hour
+
+// catchUp times catch-up requests (updatedSinceUTC, oldest change first)
+// through the engine, and prints the plan PostgreSQL chooses for one arm.
+func (b *bench) catchUp(ctx context.Context, bdb *bun.DB) error {
+	org := func(id string) auth.Principal {
+		return auth.Principal{UserID: "u-" + id, OrgID: id, Orgs: []string{id}}
+	}
+	ago := func(d time.Duration) string {
+		return "updatedSinceUTC=" + url.QueryEscape(time.Now().UTC().Add(-d).Format(time.RFC3339))
+	}
+	big := org("org-big")
+	scenarios := []scenario{
+		{"catch-up: organiser, last hour", func(r *mrand.Rand) (auth.Principal, string) {
+			return org(b.organiser(r.IntN(b.o.organisers))), ago(time.Hour)
+		}},
+		{"catch-up: organiser, last day", func(r *mrand.Rand) (auth.Principal, string) {
+			return org(b.organiser(r.IntN(b.o.organisers))), ago(24 * time.Hour)
+		}},
+		{"catch-up: big organiser (50k), last hour", func(*mrand.Rand) (auth.Principal, string) { return big, ago(time.Hour) }},
+		{"catch-up: big organiser, last day", func(*mrand.Rand) (auth.Principal, string) { return big, ago(24 * time.Hour) }},
+		{"catch-up: big organiser, last week, page 2", func(*mrand.Rand) (auth.Principal, string) { return big, ago(7*24*time.Hour) + "&offset=20" }},
+		{"catch-up: carrier (~2.3k), last day", func(r *mrand.Rand) (auth.Principal, string) {
+			return org(b.carrier(r.IntN(b.o.carriers))), ago(24 * time.Hour)
+		}},
+		{"catch-up: driver, last week", func(r *mrand.Rand) (auth.Principal, string) {
+			d := b.driver(r.IntN(b.o.drivers))
+			return auth.Principal{UserID: d, OrgID: "org-" + d}, ago(7 * 24 * time.Hour)
+		}},
+	}
+	fmt.Printf("catch-up (GET /logistics/v1/loads?updatedSinceUTC=..., oldest change first, through the engine), %d runs each\n", b.o.runs)
+	fmt.Printf("%-42s %9s %9s %9s %9s\n", "scenario", "p50", "p90", "p99", "max")
+	r := mrand.New(mrand.NewPCG(5, 6)) //nolint:gosec // deterministic test data, not secrets
+	for _, sc := range scenarios {
+		times := make([]time.Duration, 0, b.o.runs)
+		var totals int64
+		for i := 0; i < b.o.runs+5; i++ {
+			p, q := sc.next(r)
+			req := httptest.NewRequest(http.MethodGet, "/logistics/v1/loads?"+q, nil)
+			req.Header.Set("Authorization", "Bearer "+b.token(p))
+			rec := httptest.NewRecorder()
+			t0 := time.Now()
+			b.srv.Engine.ServeHTTP(rec, req)
+			d := time.Since(t0)
+			if rec.Code != http.StatusOK {
+				return fmt.Errorf("%s: %d %s", sc.name, rec.Code, rec.Body.String())
+			}
+			if i >= 5 {
+				times = append(times, d)
+				n, _ := strconv.ParseInt(rec.Header().Get("X-Total-Count"), 10, 64)
+				totals += n
+			}
+		}
+		slices.Sort(times)
+		pct := func(q float64) time.Duration {
+			return times[int(math.Ceil(q*float64(len(times))))-1].Round(10 * time.Microsecond)
+		}
+		fmt.Printf("%-42s %9s %9s %9s %9s   (mean total %d)\n", sc.name, pct(0.5), pct(0.9), pct(0.99), times[len(times)-1].Round(10*time.Microsecond), totals/int64(len(times)))
+	}
+	var plan []string
+	since := time.Now().UTC().Add(-24 * time.Hour)
+	if err := bdb.NewRaw(`EXPLAIN SELECT id FROM logistics_loads WHERE organiser_id = ? AND updated_at > ? ORDER BY updated_at, id LIMIT 20`, "org-big", since).Scan(ctx, &plan); err != nil {
+		return err
+	}
+	fmt.Println("plan of the organiser arm of a catch-up page:")
+	for _, l := range plan {
+		fmt.Println("  " + l)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/logging"
@@ -46,6 +47,8 @@ type Platform struct {
 	Outbox *outbox.Dispatcher
 	// RateLimit is the per-client-IP limiter of public routes.
 	RateLimit ratelimit.Limiter
+	// Events feeds this replica's live event streams (events.Append).
+	Events *events.Hub
 	// Imports limits the imports in flight on this replica.
 	Imports *tabular.Gate
 	closers []func() error
@@ -113,6 +116,9 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, fmt.Errorf("file store: %w", err)
 	}
 	p.RateLimit = ratelimit.New(cfg, p.Redis)
+	p.Events = events.NewHub(p.DB, p.Bus, p.Log.Component("events"), events.Options{
+		Retention: cfg.Events.Retention, Heartbeat: cfg.Events.Heartbeat, MaxPerUser: cfg.Events.MaxPerUser, MaxStreams: cfg.Events.MaxStreams,
+	})
 	p.Imports = tabular.NewGate(cfg.Imports.MaxInFlight)
 	return p, nil
 }
@@ -159,7 +165,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Imports: p.Imports}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Events: p.Events, Imports: p.Imports}
 }
 
 // Close releases everything Open opened, last first.

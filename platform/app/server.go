@@ -189,7 +189,7 @@ func docsSecurity(c *gin.Context) {
 
 // Start writes nothing (Platform.MigrateUp migrated and seeded, under the
 // migration lock): it loads stored settings and starts background work (bus,
-// settings resync, outbox dispatcher, module runners), waiting up to
+// settings resync, outbox dispatcher, upload sweeper, module runners), waiting up to
 // busReadyWait for the bus to receive. Background errors are logged; cancel
 // ctx to stop them, then Wait.
 func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
@@ -207,6 +207,11 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	cancel()
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
 	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
+	s.goRun(ctx, wg, "events", s.P.Events.Run)
+	if s.P.Files != nil {
+		// Removes the bytes of uploads abandoned half-way (files.sweep_interval).
+		s.goRun(ctx, wg, "files", s.P.Files.RunSweeper)
+	}
 	for _, m := range s.Modules {
 		if r, ok := m.(module.Runner); ok {
 			s.goRun(ctx, wg, m.Name(), r.Run)
@@ -252,6 +257,9 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	srv := newHTTPServer(s.P.Config.HTTP, s.Engine)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	ln = limitListener(ln, s.P.Config.HTTP.MaxConns)
+	// Event streams never finish by themselves: shutdown ends them (clients
+	// reconnect elsewhere with Last-Event-ID) so that it is not held up.
+	srv.RegisterOnShutdown(s.P.Events.Close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if ready != nil {

@@ -8,6 +8,7 @@ package auth
 
 import (
 	"slices"
+	"time"
 
 	"github.com/gin-gonic/gin"
 )
@@ -27,6 +28,9 @@ type Principal struct {
 	OrgName string   `json:"orgName"`
 	Orgs    []string `json:"orgs"`
 	Roles   []string `json:"roles"`
+	// ExpiresAt is the token's exp (zero when unknown): long-lived
+	// connections such as the event stream end there.
+	ExpiresAt time.Time `json:"-"`
 }
 
 // HasRole tells whether the principal holds a role.

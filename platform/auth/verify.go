@@ -113,6 +113,9 @@ func principalFrom(tok *jwt.Token, names config.ClaimNames) (*Principal, error) 
 	if p.OrgID == "" && len(p.Orgs) > 0 {
 		p.OrgID = p.Orgs[0]
 	}
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		p.ExpiresAt = exp.Time
+	}
 	return p, nil
 }
 

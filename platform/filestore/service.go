@@ -43,6 +43,10 @@ type Options struct {
 	Log logrus.FieldLogger
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// SweepInterval is how often RunSweeper looks for abandoned uploads,
+	// SweepAge how old they must be (see SweepAge); the defaults when zero.
+	SweepInterval time.Duration
+	SweepAge      time.Duration
 }
 
 // Service is module.Deps.Files: uploads, reads, archives and resolves files.
@@ -67,6 +71,12 @@ func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
 	}
 	if o.Log == nil {
 		o.Log = logrus.New()
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.SweepAge <= 0 {
+		o.SweepAge = DefaultSweepAge
 	}
 	return &Service{
 		store: store{db: bdb}, db: bdb, blobs: blobs, opts: o,
@@ -106,6 +116,9 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 		URLTTL:   cfg.Files.URLTTL,
 		Signer:   signer,
 		Log:      log,
+		// Abandoned uploads are swept by RunSweeper, which the server runs.
+		SweepInterval: cfg.Files.SweepInterval,
+		SweepAge:      SweepAge(cfg),
 	}), nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/agritrade/api/platform/bus"
 	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/ratelimit"
@@ -67,6 +68,8 @@ type Deps struct {
 	// Cache is the shared cache (memory or Redis per cache.backend); its
 	// removals reach every replica.
 	Cache cache.Cache
+	// Events is this replica's hub of live event streams.
+	Events *events.Hub
 	// Imports limits the spreadsheet imports in flight on this replica
 	// (imports.max_in_flight); nil admits all.
 	Imports *tabular.Gate

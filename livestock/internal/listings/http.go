@@ -42,6 +42,11 @@ func (h *Handler) Mount(g gin.IRouter) {
 	l.PUT("/:id/wishlist", httpx.H(h.wishlist(true)))
 	l.DELETE("/:id/wishlist", httpx.H(h.wishlist(false)))
 
+	ss := g.Group("/saved-searches", auth.RequireAuth())
+	ss.POST("", httpx.H(h.createSaved))
+	ss.GET("", httpx.H(h.listSaved))
+	ss.DELETE("/:id", httpx.H(h.deleteSaved))
+
 	admin := g.Group("/admin", auth.RequireRole(auth.RoleAdmin))
 	admin.GET("/reports", httpx.H(h.reports))
 	admin.POST("/listings/:id/review", httpx.H(h.review))
@@ -246,5 +251,41 @@ func (h *Handler) review(c *gin.Context) error {
 		return err
 	}
 	confirm(c, "the reports of the listing were reviewed", "")
+	return nil
+}
+
+func (h *Handler) createSaved(c *gin.Context) error {
+	raw, err := httpx.ReadJSONBody(c)
+	if err != nil {
+		return err
+	}
+	id, err := h.svc.CreateSavedSearch(c.Request.Context(), auth.FromContext(c), raw)
+	if err != nil {
+		return err
+	}
+	confirm(c, "the search was saved; new listings that match it will raise an alert", id)
+	return nil
+}
+
+func (h *Handler) listSaved(c *gin.Context) error {
+	q := httpx.NewQuery(c)
+	pg := q.Page(nil, "", false)
+	if err := q.Err(); err != nil {
+		return err
+	}
+	out, total, err := h.svc.SavedSearches(c.Request.Context(), auth.FromContext(c), pg.Limit, pg.Offset)
+	if err != nil {
+		return err
+	}
+	c.Header(httpx.HeaderTotalCount, strconv.Itoa(total))
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+func (h *Handler) deleteSaved(c *gin.Context) error {
+	if err := h.svc.DeleteSavedSearch(c.Request.Context(), auth.FromContext(c), c.Param("id")); err != nil {
+		return err
+	}
+	confirm(c, "the saved search was deleted", "")
 	return nil
 }

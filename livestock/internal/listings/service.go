@@ -69,7 +69,16 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	if d.IsDraft {
 		l.Status = StatusDraft
 	}
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error { return s.store.Insert(ctx, tx, l) })
+	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+		if err := s.store.Insert(ctx, tx, l); err != nil {
+			return err
+		}
+		if l.Status != StatusActive {
+			return nil
+		}
+		_, err := s.alertNewlyActive(ctx, tx, l)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -149,12 +158,20 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 		if l == nil {
 			return apierr.NotFound("listing")
 		}
+		wasDraft := l.Status == StatusDraft
 		if err := apply(l, patch); err != nil {
 			return err
 		}
 		l.UpdatedAt = s.now()
 		out = l
-		return s.store.Update(ctx, tx, l)
+		if err := s.store.Update(ctx, tx, l); err != nil {
+			return err
+		}
+		if wasDraft && l.Status == StatusActive {
+			// Published: a newly active listing, matched like a new one.
+			_, err = s.alertNewlyActive(ctx, tx, l)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err

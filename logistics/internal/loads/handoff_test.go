@@ -224,3 +224,40 @@ func TestByIDs(t *testing.T) {
 		})
 	})
 }
+
+// TestHandOff_200_NamesLearnedFromTheActors: send-to-carrier and
+// send-to-driver take the names as optional; when they were left out, the
+// carrier's own hand-off and the driver's own proof of delivery fill them in
+// from their tokens, and a name already given is never overwritten.
+func TestHandOff_200_NamesLearnedFromTheActors(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := lt.NewServer(t, db)
+		ls := lt.Create(t, s, lt.Organiser, lt.LoadForm("NM-1"), lt.LoadForm("NM-2"))
+		unnamed, named := ls[0], ls[1]
+		lt.Send(t, s, lt.Organiser, "carrier", []map[string]any{{"loadId": unnamed.ID, "carrierId": lt.Carrier.OrgID}}, 200)
+		lt.Send(t, s, lt.Organiser, "carrier", []map[string]any{{"loadId": named.ID, "carrierId": lt.Carrier.OrgID, "carrierName": "Haulage (as we call them)"}}, 200)
+		if _, got := lt.Get(t, s, lt.Organiser, unnamed.ID); got.Carrier == nil || got.Carrier.Name != "" {
+			t.Fatalf("carrier name before the carrier acted: %+v", got.Carrier)
+		}
+		for _, id := range []string{unnamed.ID, named.ID} {
+			lt.Send(t, s, lt.Carrier, "driver", []map[string]any{{"loadId": id, "driverId": lt.Driver.UserID}}, 200)
+		}
+		_, got := lt.Get(t, s, lt.Organiser, unnamed.ID)
+		if got.Carrier == nil || got.Carrier.Name != lt.Carrier.OrgName || got.Driver == nil || got.Driver.Name != "" {
+			t.Fatalf("after the carrier's hand-off: carrier %+v driver %+v", got.Carrier, got.Driver)
+		}
+		pod := map[string]any{"weightNet": 12.5, "ticketNumber": "WB-1", "vehicleRegistration": "AB12 CDE", "files": nil}
+		for _, id := range []string{unnamed.ID, named.ID} {
+			if r := s.Do(testkit.Request{Method: http.MethodPost, Path: loadsPath + "/" + id + "/proof-of-delivery", Token: s.Token(lt.Driver), JSON: pod}); r.Status != 200 {
+				t.Fatalf("driver's proof: %d %s", r.Status, r.Body)
+			}
+		}
+		_, got = lt.Get(t, s, lt.Organiser, unnamed.ID)
+		if got.Driver == nil || got.Driver.Name != lt.Driver.Name || got.Carrier.Name != lt.Carrier.OrgName {
+			t.Fatalf("after the driver's proof: carrier %+v driver %+v", got.Carrier, got.Driver)
+		}
+		if _, got = lt.Get(t, s, lt.Organiser, named.ID); got.Carrier == nil || got.Carrier.Name != "Haulage (as we call them)" {
+			t.Fatalf("a given carrier name was overwritten: %+v", got.Carrier)
+		}
+	})
+}

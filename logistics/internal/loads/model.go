@@ -184,7 +184,25 @@ func (l *Load) SendToDriver(p *auth.Principal, driver Party, now time.Time) erro
 	l.Driver = &driver
 	l.Status = StatusInTransit
 	l.UpdatedAt = now
+	l.learnNames(p)
 	return nil
+}
+
+// learnNames fills the carrier's and the driver's names from the token of
+// the one acting, when nobody gave them: send-to-carrier and send-to-driver
+// take the names as optional, so the first the load hears of them is often
+// the carrier's own hand-off or the driver's own proof of delivery. A name
+// already known is kept (the organiser may have spelt it as it prefers).
+func (l *Load) learnNames(p *auth.Principal) {
+	if p == nil {
+		return
+	}
+	if l.Carrier != nil && l.Carrier.Name == "" && p.OrgID == l.Carrier.ID && p.OrgName != "" {
+		l.Carrier.Name = p.OrgName
+	}
+	if l.Driver != nil && l.Driver.Name == "" && p.UserID == l.Driver.ID && p.Name != "" {
+		l.Driver.Name = p.Name
+	}
 }
 
 // SendToCarrier sets the carrier. Only the organiser may do it, and not once
@@ -235,6 +253,7 @@ func (l *Load) Complete(p *auth.Principal, proof Proof, now time.Time) error {
 	l.Status = StatusCompleted
 	l.UpdatedAt = now
 	l.CompletedAt = &now
+	l.learnNames(p)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/db"
+	streamevents "github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
@@ -383,6 +384,11 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 				return err
 			}
 		}
+		for _, l := range out {
+			if err := streamevents.Append(ctx, tx, streamEvent(l)); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -390,6 +396,21 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 	}
 	s.log.WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
 	return out, nil
+}
+
+// streamEvent is the live event of a changed load, for everyone who sees it:
+// the organiser's and the carrier's members and the driver.
+func streamEvent(l *Load) streamevents.Event {
+	audiences := []string{streamevents.Org(l.Organiser.ID)}
+	if l.Carrier != nil {
+		audiences = append(audiences, streamevents.Org(l.Carrier.ID))
+	}
+	if l.Driver != nil {
+		audiences = append(audiences, streamevents.User(l.Driver.ID))
+	}
+	return streamevents.Event{Type: streamevents.TypeLoadUpdated, Audiences: audiences, Data: map[string]any{
+		"loadId": l.ID, "reference": l.Reference, "status": l.Status, "updatedAtUTC": l.UpdatedAt.UTC().Format(time.RFC3339),
+	}}
 }
 
 // SendToDriver assigns each load to its driver, puts it in transit and

@@ -2,8 +2,11 @@ package loads_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +97,57 @@ func wantFields(t *testing.T, r *testkit.Response, want ...string) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("validation paths %v, want %v: %s", got, want, r.Body)
 	}
+}
+
+// TestLoadUpdatedEvents: every hand-off and proof of delivery writes a
+// load.updated event in its transaction, for the organiser's and carrier's
+// members and the driver (the event stream's audiences), and a refused one
+// writes nothing.
+func TestLoadUpdatedEvents(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := lt.NewServer(t, db)
+		l := lt.Create(t, s, lt.Organiser, lt.LoadForm("EV-1"))[0]
+		audiences := func() map[string][]string {
+			var rows []struct {
+				ID       int64  `bun:"id"`
+				Type     string `bun:"type"`
+				Data     string `bun:"data"`
+				Audience string `bun:"audience"`
+			}
+			if err := db.NewSelect().TableExpr("platform_events AS e").ColumnExpr("e.id, e.type, e.data, a.audience").
+				Join("JOIN platform_event_audiences AS a ON a.event_id = e.id").OrderExpr("e.id, a.audience").Scan(context.Background(), &rows); err != nil {
+				t.Fatal(err)
+			}
+			out := map[string][]string{}
+			for _, r := range rows {
+				if r.Type != "load.updated" {
+					t.Fatalf("event type %s", r.Type)
+				}
+				var d struct{ LoadID, Status string }
+				_ = json.Unmarshal([]byte(r.Data), &d)
+				if d.LoadID != l.ID {
+					t.Fatalf("event data %s", r.Data)
+				}
+				key := strconv.FormatInt(r.ID, 10) + " " + d.Status
+				out[key] = append(out[key], r.Audience)
+			}
+			return out
+		}
+		lt.Send(t, s, lt.Outsider, "carrier", []map[string]any{{"loadId": l.ID, "carrierId": lt.Carrier.OrgID, "carrierName": lt.Carrier.OrgName}}, 404)
+		if got := audiences(); len(got) != 0 {
+			t.Fatalf("a refused hand-off wrote events: %v", got)
+		}
+		lt.Send(t, s, lt.Organiser, "carrier", []map[string]any{{"loadId": l.ID, "carrierId": lt.Carrier.OrgID, "carrierName": lt.Carrier.OrgName}}, 200)
+		lt.Send(t, s, lt.Carrier, "driver", []map[string]any{{"loadId": l.ID, "driverId": lt.Driver.UserID, "driverName": lt.Driver.Name}}, 200)
+		got := audiences()
+		var lines []string
+		for k, v := range got {
+			lines = append(lines, k[strings.Index(k, " ")+1:]+": "+strings.Join(v, ","))
+		}
+		slices.Sort(lines)
+		want := []string{"in-transit: org:org-grain,org:org-haul,user:u-drive-1", "upcoming: org:org-grain,org:org-haul"}
+		if !slices.Equal(lines, want) {
+			t.Fatalf("events %v, want %v", lines, want)
+		}
+	})
 }

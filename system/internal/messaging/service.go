@@ -10,6 +10,7 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
@@ -83,7 +84,10 @@ func (s *Service) Send(ctx context.Context, p *auth.Principal, pathID string, in
 		}
 		conv = &convs[0]
 		conv.Unread = 0 // the sender has just seen the whole conversation
-		return outbox.Enqueue(ctx, tx, notification(conv, p, msg))
+		if err := outbox.Enqueue(ctx, tx, notification(conv, p, msg)); err != nil {
+			return err
+		}
+		return events.Append(ctx, tx, streamEvent(conv, msg))
 	})
 	if errors.Is(err, errNotFound) {
 		return nil, apierr.NotFound("conversation")
@@ -159,6 +163,19 @@ func notification(c *Conversation, p *auth.Principal, m *messageRow) outbox.Even
 			"sentById": p.UserID, "sentByName": p.Name, "createdAtUTC": rfc3339(m.CreatedAt),
 		},
 	}
+}
+
+// streamEvent is the live event of a new message: to every participant, the
+// sender included (their other devices).
+func streamEvent(c *Conversation, m *messageRow) events.Event {
+	audiences := make([]string, 0, len(c.Participants))
+	for _, pa := range c.Participants {
+		audiences = append(audiences, events.User(pa.ID))
+	}
+	return events.Event{Type: events.TypeMessageCreated, Audiences: audiences, Data: map[string]any{
+		"conversationId": c.ConversationID,
+		"message":        Message{SentByID: m.SentByID, SentByName: m.SentByName, Message: m.Message, CreatedAtUTC: rfc3339(m.CreatedAt)},
+	}}
 }
 
 // Get answers a conversation of p with all its messages and marks it read.

@@ -1,0 +1,430 @@
+package listings
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/events"
+	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/outbox"
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Saved searches (listing alerts): a user keeps a search's filters under a
+// name; when a listing becomes active and matches, the user gets one
+// listing.alert (outbox notification and event stream) per (search, listing).
+// The filters are parsed by ParseSearch and matched by Store.where: the
+// search's own code, so a saved search means exactly what the search means.
+
+// Limits of saved searches.
+const (
+	MaxSavedSearches = 100
+	maxSavedNameLen  = 100
+	// maxCells bounds the grid cells one search is indexed under; a wider
+	// area is indexed as "anywhere" (still matched exactly by the filter).
+	maxCells = 64
+	// anyCell, anyKind and anyType index a search that does not narrow by area,
+	// kind or listing type.
+	anyCell = -1
+	anyKey  = "*"
+	// matchBatch is how many candidate searches one matching statement tests.
+	matchBatch = 100
+)
+
+// EventListingAlert is the outbox and stream type of an alert.
+const EventListingAlert = events.TypeListingAlert
+
+// savedFilterKeys are the search parameters a saved search keeps: the filters,
+// not the paging, format or per-viewer parts (isWishlisted, updatedSinceUTC).
+var savedFilterKeys = []string{
+	"f:status", "f:commodityType", "f:commodityBreed", "f:commodityBreedSociety", "f:commoditySexes",
+	"f:commodityAdditionalInfo", "minAge", "maxAge", "latitude", "longitude", "distanceKm",
+}
+
+// SavedSearch is a stored search in its API shape.
+type SavedSearch struct {
+	ID           string                     `json:"id"`
+	Name         string                     `json:"name"`
+	Query        map[string]json.RawMessage `json:"query"`
+	CreatedAtUTC string                     `json:"createdAtUTC"`
+}
+
+type savedSearchRow struct {
+	bun.BaseModel `bun:"table:livestock_saved_searches,alias:s"`
+
+	ID        string    `bun:"id,pk"`
+	UserID    string    `bun:"user_id,notnull"`
+	Orgs      string    `bun:"orgs,notnull"` // JSON array: the owner's organisations (viewer of the filter)
+	Name      string    `bun:"name,notnull"`
+	Query     string    `bun:"query,notnull"` // the query as URL-encoded search parameters
+	Body      string    `bun:"body,notnull"`  // the query object as sent (JSON), answered back
+	CreatedAt time.Time `bun:"created_at,notnull"`
+}
+
+type savedCellRow struct {
+	bun.BaseModel `bun:"table:livestock_saved_search_cells,alias:c"`
+
+	Kind     string `bun:"kind,pk"`
+	Type     string `bun:"type,pk"`
+	Cell     int    `bun:"cell,pk"`
+	SearchID string `bun:"search_id,pk"`
+}
+
+type alertRow struct {
+	bun.BaseModel `bun:"table:livestock_saved_search_alerts,alias:al"`
+
+	SearchID  string    `bun:"search_id,pk"`
+	ListingID string    `bun:"listing_id,pk"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+}
+
+// savedInput is the create body.
+type savedInput struct {
+	Name  *string                    `json:"name"`
+	Query map[string]json.RawMessage `json:"query"`
+}
+
+// parseSaved validates a create body: the name here, the query by the
+// search's own parser, whose validation[] it answers unchanged.
+func parseSaved(raw []byte) (name string, values url.Values, sr Search, err error) {
+	var in savedInput
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&in); err != nil {
+		return "", nil, Search{}, apierr.BadRequest("the body must be a JSON object with name and query")
+	}
+	var f apierr.Fields
+	if in.Name != nil {
+		name = strings.TrimSpace(*in.Name)
+	}
+	if f.Required("name", name) {
+		f.MaxLen("name", name, maxSavedNameLen)
+	}
+	if in.Query == nil {
+		f.Add("query", "required", "is required: the search's parameters", nil)
+		return "", nil, Search{}, f.Err()
+	}
+	values = url.Values{}
+	keys := make([]string, 0, len(in.Query))
+	for k := range in.Query {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(savedFilterKeys, k) {
+			f.Add(k, "unknown", "is not a filter a saved search keeps", map[string]any{"allowed": savedFilterKeys})
+			continue
+		}
+		vals, ok := queryValues(in.Query[k])
+		if !ok {
+			f.Add(k, "type", "must be a string, a number or an array of them", nil)
+			continue
+		}
+		values[k] = vals
+	}
+	if len(values) == 0 && f.Err() == nil {
+		f.Add("query", "required", "must hold at least one filter", nil)
+	}
+	// The search's own parser: the same checks and the same validation[].
+	sr, perr := ParseSearch(httpx.NewQuery(&gin.Context{Request: &http.Request{URL: &url.URL{RawQuery: values.Encode()}}}))
+	if perr != nil {
+		ae, ok := apierr.As(perr)
+		if !ok || ae.Code != apierr.CodeValidation {
+			return "", nil, Search{}, perr
+		}
+		f.Merge(ae.Validation)
+	}
+	return name, values, sr, f.Err()
+}
+
+// queryValues turns a JSON value of the query into search parameter values.
+func queryValues(raw json.RawMessage) ([]string, bool) {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		out := make([]string, 0, len(list))
+		for _, item := range list {
+			v, ok := scalar(item)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+		return out, true
+	}
+	v, ok := scalar(raw)
+	if !ok {
+		return nil, false
+	}
+	return []string{v}, true
+}
+
+func scalar(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&n) == nil {
+		return n.String(), true
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return strconv.FormatBool(b), true
+	}
+	return "", false
+}
+
+// indexKeys answers the (kind, type, cell) keys a search is found under: its
+// kind or any, the listing type its status filter allows or any, and the 1°
+// grid cells its area covers or any. A search that keeps only closed listings
+// (sold, found) never matches a newly active one: no keys.
+func indexKeys(f Filter) []savedCellRow {
+	typ := anyKey
+	switch f.Status {
+	case FilterActiveSelling:
+		typ = Selling
+	case FilterActiveBuying:
+		typ = Buying
+	case StatusSold, StatusFound:
+		return nil
+	}
+	kind := anyKey
+	if f.Kind != "" {
+		kind = f.Kind
+	}
+	cells := []int{anyCell}
+	if p := f.Near; p != nil {
+		b := boundingBox(p.Lat, p.Lon, p.Km)
+		if c := gridCells(b); c != nil {
+			cells = c
+		}
+	}
+	out := make([]savedCellRow, len(cells))
+	for i, c := range cells {
+		out[i] = savedCellRow{Kind: kind, Type: typ, Cell: c}
+	}
+	return out
+}
+
+// cellOf numbers the 1° grid cell of a point.
+func cellOf(lat, lon float64) int {
+	la := int(math.Floor(math.Max(-90, math.Min(89.999999, lat)))) + 90
+	lo := int(math.Floor(math.Max(-180, math.Min(179.999999, lon)))) + 180
+	return la*360 + lo
+}
+
+// gridCells lists the cells a box covers; nil when they are too many (or the
+// box wraps or spans every longitude).
+func gridCells(b box) []int {
+	if b.AllLon || b.WrapLon {
+		return nil
+	}
+	minLa, maxLa := int(math.Floor(math.Max(-90, b.MinLat))), int(math.Floor(math.Min(89.999999, b.MaxLat)))
+	minLo, maxLo := int(math.Floor(math.Max(-180, b.MinLon))), int(math.Floor(math.Min(179.999999, b.MaxLon)))
+	if (maxLa-minLa+1)*(maxLo-minLo+1) > maxCells {
+		return nil
+	}
+	var out []int
+	for la := minLa; la <= maxLa; la++ {
+		for lo := minLo; lo <= maxLo; lo++ {
+			out = append(out, cellOf(float64(la), float64(lo)))
+		}
+	}
+	return out
+}
+
+// CreateSavedSearch stores a saved search of p and answers its id.
+func (s *Service) CreateSavedSearch(ctx context.Context, p *auth.Principal, raw []byte) (string, error) {
+	name, values, sr, err := parseSaved(raw)
+	if err != nil {
+		return "", err
+	}
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	queryJSON, _ := json.Marshal(body["query"])
+	orgs, _ := json.Marshal(p.Organisations())
+	row := &savedSearchRow{
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Orgs: string(orgs), Name: name,
+		Query: values.Encode(), Body: string(queryJSON), CreatedAt: s.now(),
+	}
+	keys := indexKeys(sr.Filter)
+	for i := range keys {
+		keys[i].SearchID = row.ID
+	}
+	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+		n, err := tx.NewSelect().Model((*savedSearchRow)(nil)).Where("user_id = ?", p.UserID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if n >= MaxSavedSearches {
+			return apierr.Conflict("a user keeps at most %d saved searches; delete one first", MaxSavedSearches)
+		}
+		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			_, err = tx.NewInsert().Model(&keys).Exec(ctx)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return row.ID, nil
+}
+
+// SavedSearches answers a page of p's saved searches, newest first, and the total.
+func (s *Service) SavedSearches(ctx context.Context, p *auth.Principal, limit, offset int) ([]SavedSearch, int, error) {
+	var rows []savedSearchRow
+	q := s.store.DB().NewSelect().Model(&rows).Where("user_id = ?", p.UserID)
+	total, err := q.Count(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := q.OrderExpr("created_at DESC, id DESC").Limit(int64(limit)).Offset(int64(offset)).Scan(ctx); err != nil {
+		return nil, 0, err
+	}
+	out := make([]SavedSearch, len(rows))
+	for i, r := range rows {
+		out[i] = SavedSearch{ID: r.ID, Name: r.Name, Query: map[string]json.RawMessage{}, CreatedAtUTC: r.CreatedAt.UTC().Format(timeFormat)}
+		_ = json.Unmarshal([]byte(r.Body), &out[i].Query)
+	}
+	return out, int(total), nil
+}
+
+// DeleteSavedSearch removes a saved search of p; another's answers 404.
+func (s *Service) DeleteSavedSearch(ctx context.Context, p *auth.Principal, id string) error {
+	return db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().Model((*savedSearchRow)(nil)).Where("id = ? AND user_id = ?", id, p.UserID).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return err
+			}
+			return apierr.NotFound("saved search")
+		}
+		// SQLite enforces the foreign keys' cascades too, but say it here for both.
+		for _, m := range []any{(*savedCellRow)(nil), (*alertRow)(nil)} {
+			if _, err := tx.NewDelete().Model(m).Where("search_id = ?", id).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// alertNewlyActive matches a listing that has just become active (in tx)
+// against the other users' saved searches and records one alert per new
+// (search, listing), with its notification and stream event. Candidates come
+// from the (kind, type, cell) index; each is then tested by the search's own
+// filter (Store.where) on this one listing, in batches of one statement.
+func (s *Service) alertNewlyActive(ctx context.Context, tx bun.Tx, l *Listing) (int, error) {
+	cells := []int{anyCell}
+	if l.Location != nil {
+		cells = append(cells, cellOf(l.Location.Coordinates.Lat, l.Location.Coordinates.Lon))
+	}
+	var cands []savedSearchRow
+	ids := tx.NewSelect().Model((*savedCellRow)(nil)).Column("c.search_id").
+		Where("c.kind IN (?)", bun.List([]string{string(l.Kind), anyKey})).
+		Where("c.type IN (?)", bun.List([]string{l.Type, anyKey})).
+		Where("c.cell IN (?)", bun.List(cells))
+	if err := tx.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", l.UserID).Scan(ctx); err != nil {
+		return 0, fmt.Errorf("saved search candidates: %w", err)
+	}
+	alerted := 0
+	for start := 0; start < len(cands); start += matchBatch {
+		batch := cands[start:min(start+matchBatch, len(cands))]
+		matched, err := s.matching(ctx, tx, l.ID, batch)
+		if err != nil {
+			return alerted, err
+		}
+		for _, c := range matched {
+			n, err := s.alert(ctx, tx, c, l)
+			if err != nil {
+				return alerted, err
+			}
+			alerted += n
+		}
+	}
+	return alerted, nil
+}
+
+// matching answers which of the searches the listing matches, in one
+// statement: per search, the search's own WHERE on this listing's row.
+func (s *Service) matching(ctx context.Context, tx bun.Tx, listingID string, cands []savedSearchRow) ([]savedSearchRow, error) {
+	parts := make([]string, 0, len(cands))
+	args := make([]any, 0, len(cands))
+	byID := map[string]savedSearchRow{}
+	for _, c := range cands {
+		values, err := url.ParseQuery(c.Query)
+		if err != nil {
+			continue
+		}
+		sr, err := ParseSearch(httpx.NewQuery(&gin.Context{Request: &http.Request{URL: &url.URL{RawQuery: values.Encode()}}}))
+		if err != nil {
+			// Stored searches were valid when saved; one the search no longer
+			// accepts matches nothing rather than failing the listing.
+			continue
+		}
+		var orgs []string
+		_ = json.Unmarshal([]byte(c.Orgs), &orgs)
+		q := tx.NewSelect().Model((*listingRow)(nil)).ColumnExpr("? AS search_id", c.ID).Where("l.id = ?", listingID)
+		s.store.where(q, Viewer{UserID: c.UserID, Orgs: orgs}, sr.Filter, noFacet)
+		parts = append(parts, "?")
+		args = append(args, q)
+		byID[c.ID] = c
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	var hits []string
+	if err := tx.NewRaw(strings.Join(parts, " UNION ALL "), args...).Scan(ctx, &hits); err != nil {
+		return nil, fmt.Errorf("match saved searches: %w", err)
+	}
+	out := make([]savedSearchRow, 0, len(hits))
+	for _, id := range hits {
+		out = append(out, byID[id])
+	}
+	return out, nil
+}
+
+// alert records one alert unless (search, listing) already had one, with its
+// outbox notification and stream event; it answers 1 when it was new.
+func (s *Service) alert(ctx context.Context, tx bun.Tx, c savedSearchRow, l *Listing) (int, error) {
+	res, err := tx.NewInsert().Model(&alertRow{SearchID: c.ID, ListingID: l.ID, CreatedAt: s.now()}).
+		On("CONFLICT (search_id, listing_id) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return 0, err
+	}
+	data := map[string]any{"savedSearchId": c.ID, "savedSearchName": c.Name, "listingId": l.ID, "kind": l.Kind, "type": l.Type}
+	if err := outbox.Enqueue(ctx, tx, outbox.Event{
+		Type: EventListingAlert, Recipients: []string{c.UserID},
+		Subject: "New listing for your search " + c.Name,
+		Body:    fmt.Sprintf("A new %s listing (%s) matches your saved search %q: %s", l.Kind, l.Type, c.Name, l.ID),
+		Data:    data,
+	}); err != nil {
+		return 0, err
+	}
+	return 1, events.Append(ctx, tx, events.Event{Type: events.TypeListingAlert, Audiences: []string{events.User(c.UserID)}, Data: data})
+}

@@ -1,0 +1,3 @@
+DROP TABLE livestock_saved_search_alerts;
+DROP TABLE livestock_saved_search_cells;
+DROP TABLE livestock_saved_searches;

@@ -1,0 +1,174 @@
+// Package events is the live event stream of the API (GET /system/v1/events,
+// Server-Sent Events) and its durable log.
+//
+// A feature calls Append with the transaction of the change, so an event exists
+// exactly when its change does (the outbox's rule, and the same commit hook:
+// db.AfterCommit). Each event names its audiences: "user:<id>" or
+// "org:<id>", the people who may see the object it is about; a stream listens to
+// its caller's user id and the organisations of its token. Once the transaction
+// commits, the ids of the new events go over the bus to every replica; each
+// replica's Hub reads those rows once and hands them to its open streams of
+// those audiences. A client that reconnects with Last-Event-ID replays what it
+// missed from the database, on whichever replica it reaches.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agritrade/api/platform/db"
+	"github.com/uptrace/bun"
+)
+
+// The event types of the stream.
+const (
+	TypeMessageCreated = "message.created"
+	TypeLoadUpdated    = "load.updated"
+	TypeListingAlert   = "listing.alert"
+)
+
+// User is the audience of one user (the token's sub).
+func User(id string) string { return "user:" + id }
+
+// Org is the audience of the members of an organisation (the token's org and orgs).
+func Org(id string) string { return "org:" + id }
+
+// Event is what a feature appends.
+type Event struct {
+	Type string
+	// Audiences may see the event (User, Org); empty ones are dropped.
+	Audiences []string
+	// Data is the payload; it must marshal to JSON.
+	Data any
+}
+
+// Record is a stored event.
+type Record struct {
+	bun.BaseModel `bun:"table:platform_events,alias:e"`
+
+	ID        int64     `bun:"id,pk,autoincrement"`
+	Type      string    `bun:"type,notnull"`
+	Data      string    `bun:"data,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+	// Audience is the audience through which a query found the event (scanonly).
+	Audience string `bun:"audience,scanonly"`
+}
+
+type audienceRow struct {
+	bun.BaseModel `bun:"table:platform_event_audiences,alias:a"`
+
+	Audience string `bun:"audience,pk"`
+	EventID  int64  `bun:"event_id,pk"`
+}
+
+// Append writes the event in the caller's transaction (idb is the bun.Tx of
+// the change, inside db.InTx). Once it commits, every replica's streams of its
+// audiences receive it; a rollback leaves no trace.
+func Append(ctx context.Context, idb bun.IDB, e Event) error {
+	if strings.TrimSpace(e.Type) == "" {
+		return errors.New("events: type is required")
+	}
+	audiences := make([]audienceRow, 0, len(e.Audiences))
+	seen := map[string]bool{}
+	for _, a := range e.Audiences {
+		if i := strings.IndexByte(a, ':'); i < 0 || i == len(a)-1 || seen[a] {
+			continue
+		}
+		seen[a] = true
+		audiences = append(audiences, audienceRow{Audience: a})
+	}
+	if len(audiences) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("events: data of %s is not JSON: %w", e.Type, err)
+	}
+	rec := &Record{Type: e.Type, Data: string(data), CreatedAt: time.Now().UTC()}
+	if _, err := idb.NewInsert().Model(rec).Returning("id").Exec(ctx); err != nil {
+		return err
+	}
+	for i := range audiences {
+		audiences[i].EventID = rec.ID
+	}
+	if _, err := idb.NewInsert().Model(&audiences).Exec(ctx); err != nil {
+		return err
+	}
+	db.AfterCommit(ctx, func() { announce(rec.ID) })
+	return nil
+}
+
+// hubs are the Hubs running in this process (one per server; tests run several).
+var hubs = struct {
+	sync.Mutex
+	set map[*Hub]struct{}
+}{set: map[*Hub]struct{}{}}
+
+// announce tells every replica, through each running hub's bus, that event id
+// was committed.
+func announce(id int64) {
+	hubs.Lock()
+	list := make([]*Hub, 0, len(hubs.set))
+	for h := range hubs.set {
+		list = append(list, h)
+	}
+	hubs.Unlock()
+	for _, h := range list {
+		h.publish(id)
+	}
+}
+
+// byIDs reads committed events by id with their audiences (one row per
+// audience), in id order.
+func byIDs(ctx context.Context, idb bun.IDB, ids []int64) ([]Record, error) {
+	var recs []Record
+	err := idb.NewSelect().Model(&recs).ColumnExpr("e.*").ColumnExpr("a.audience").
+		Join("JOIN platform_event_audiences AS a ON a.event_id = e.id").
+		Where("e.id IN (?)", bun.List(ids)).OrderExpr("e.id").Scan(ctx)
+	return recs, err
+}
+
+// since reads up to limit events of the audiences after id (exclusive) and
+// not older than notBefore, each once, in id order.
+func since(ctx context.Context, idb bun.IDB, audiences []string, after int64, notBefore time.Time, limit int64) ([]Record, error) {
+	var recs []Record
+	ids := idb.NewSelect().Model((*audienceRow)(nil)).Column("a.event_id").
+		Where("a.audience IN (?)", bun.List(audiences)).Where("a.event_id > ?", after)
+	err := idb.NewSelect().Model(&recs).Where("e.id IN (?)", ids).Where("e.created_at >= ?", notBefore.UTC()).
+		OrderExpr("e.id").Limit(limit).Scan(ctx)
+	return recs, err
+}
+
+// latest answers the id of the newest event (0 when none): the starting point
+// of a stream opened without Last-Event-ID.
+func latest(ctx context.Context, idb bun.IDB) (int64, error) {
+	var id []int64
+	err := idb.NewSelect().Model((*Record)(nil)).ColumnExpr("COALESCE(MAX(e.id), 0)").Scan(ctx, &id)
+	if err != nil || len(id) == 0 {
+		return 0, err
+	}
+	return id[0], nil
+}
+
+// purge deletes events older than before (their audiences go with them).
+func purge(ctx context.Context, bdb *bun.DB, before time.Time) (int64, error) {
+	var n int64
+	err := db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+		old := tx.NewSelect().Model((*Record)(nil)).Column("e.id").Where("e.created_at < ?", before.UTC())
+		if _, err := tx.NewDelete().Model((*audienceRow)(nil)).Where("event_id IN (?)", old).Exec(ctx); err != nil {
+			return err
+		}
+		res, err := tx.NewDelete().Model((*Record)(nil)).Where("created_at < ?", before.UTC()).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}

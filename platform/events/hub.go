@@ -1,0 +1,294 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/agritrade/api/platform/bus"
+	"github.com/sirupsen/logrus"
+	"github.com/uptrace/bun"
+)
+
+// Options bound and tune a Hub (config keys events.*).
+type Options struct {
+	// Retention is how long events stay replayable (default 24 h).
+	Retention time.Duration
+	// Heartbeat is the interval of the comment lines that keep idle streams
+	// and the proxies between alive (default 25 s).
+	Heartbeat time.Duration
+	// MaxPerUser bounds the open streams of one user on one replica (429 above).
+	MaxPerUser int
+	// MaxStreams bounds the open streams of one replica (503 above); each
+	// stream is one of the http.max_conns connections, so it stays below that.
+	MaxStreams int
+	// PurgeEvery is the interval of the retention purge (default 10 min).
+	PurgeEvery time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Retention <= 0 {
+		o.Retention = 24 * time.Hour
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 25 * time.Second
+	}
+	if o.MaxPerUser <= 0 {
+		o.MaxPerUser = 8
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = 3000
+	}
+	if o.PurgeEvery <= 0 {
+		o.PurgeEvery = 10 * time.Minute
+	}
+}
+
+// topic is the bus topic of committed event ids.
+const topic = "events.committed"
+
+// streamBuffer is how many events wait for a slow stream before it falls back
+// to reading the log (it never blocks the fan-out).
+const streamBuffer = 16
+
+// Hub keeps this replica's open streams by audience and feeds them the events
+// committed on any replica.
+type Hub struct {
+	db   *bun.DB
+	bus  bus.Bus
+	log  logrus.FieldLogger
+	opts Options
+
+	mu      sync.Mutex
+	byAud   map[string]map[*stream]struct{}
+	perUser map[string]int
+	total   int
+	closed  bool
+	done    chan struct{} // closed by Close: every stream ends
+
+	ids  chan int64 // committed ids waiting for the fan-out
+	once sync.Once
+}
+
+// NewHub makes the hub over the database and the bus; Run starts it.
+func NewHub(bdb *bun.DB, b bus.Bus, log logrus.FieldLogger, o Options) *Hub {
+	o.defaults()
+	h := &Hub{
+		db: bdb, bus: b, log: log, opts: o,
+		byAud: map[string]map[*stream]struct{}{}, perUser: map[string]int{},
+		done: make(chan struct{}), ids: make(chan int64, 4096),
+	}
+	b.Subscribe(topic, h.onBus)
+	return h
+}
+
+// Options answers the hub's effective options.
+func (h *Hub) Options() Options { return h.opts }
+
+type announcement struct {
+	ID int64 `json:"id"`
+}
+
+func (h *Hub) publish(id int64) {
+	payload, _ := json.Marshal(announcement{ID: id})
+	// The bus delivers to this replica's own subscription too.
+	if err := h.bus.Publish(context.Background(), topic, payload); err != nil {
+		h.log.WithError(err).Warn("events: announcing an event failed; streams get it on their next read of the log")
+		h.enqueue(id)
+	}
+}
+
+func (h *Hub) onBus(_ context.Context, payload []byte) {
+	var a announcement
+	if err := json.Unmarshal(payload, &a); err != nil || a.ID <= 0 {
+		return
+	}
+	h.enqueue(a.ID)
+}
+
+// enqueue never blocks the bus: when the fan-out is this far behind, every
+// stream is told to read the log instead.
+func (h *Hub) enqueue(id int64) {
+	select {
+	case h.ids <- id:
+	default:
+		h.kickAll()
+	}
+}
+
+// Run registers the hub for this process's commits, fans committed events
+// out to the streams and purges expired events, until ctx ends.
+func (h *Hub) Run(ctx context.Context) error {
+	hubs.Lock()
+	hubs.set[h] = struct{}{}
+	hubs.Unlock()
+	defer func() {
+		hubs.Lock()
+		delete(hubs.set, h)
+		hubs.Unlock()
+	}()
+	// A bus subscription that was down may have missed announcements: the
+	// streams read the log from where they are.
+	h.bus.OnSubscribed(func(context.Context) { h.kickAll() })
+	purge := time.NewTicker(h.opts.PurgeEvery)
+	defer purge.Stop()
+	batch := make([]int64, 0, 256)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-purge.C:
+			if n, err := h.Purge(ctx); err != nil {
+				h.log.WithError(err).Warn("events: purge failed")
+			} else if n > 0 {
+				h.log.WithField("events", n).Debug("events: expired events purged")
+			}
+		case id := <-h.ids:
+			batch = append(batch[:0], id)
+		drain:
+			for len(batch) < cap(batch) {
+				select {
+				case id := <-h.ids:
+					batch = append(batch, id)
+				default:
+					break drain
+				}
+			}
+			h.fanOut(ctx, batch)
+		}
+	}
+}
+
+// Purge deletes the events older than the retention.
+func (h *Hub) Purge(ctx context.Context) (int64, error) {
+	return purge(ctx, h.db, time.Now().Add(-h.opts.Retention))
+}
+
+// fanOut reads the announced events once and hands each to the streams of
+// its audiences.
+func (h *Hub) fanOut(ctx context.Context, ids []int64) {
+	h.mu.Lock()
+	idle := h.total == 0
+	h.mu.Unlock()
+	if idle {
+		return
+	}
+	recs, err := byIDs(ctx, h.db, ids)
+	if err != nil {
+		h.log.WithError(err).Warn("events: reading announced events failed; streams read the log instead")
+		h.kickAll()
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range recs {
+		for s := range h.byAud[recs[i].Audience] {
+			s.offer(&recs[i])
+		}
+	}
+}
+
+func (h *Hub) kickAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.byAud {
+		for s := range set {
+			s.kick()
+		}
+	}
+}
+
+// errTooManyForUser and errTooMany refuse a stream over the bounds.
+var (
+	errTooManyForUser = errors.New("too many open streams for this user")
+	errTooMany        = errors.New("too many open streams on this replica")
+	errClosing        = errors.New("the server is shutting down")
+)
+
+// open registers a stream for the audiences of user.
+func (h *Hub) open(user string, audiences []string) (*stream, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return nil, errClosing
+	case h.total >= h.opts.MaxStreams:
+		return nil, errTooMany
+	case h.perUser[user] >= h.opts.MaxPerUser:
+		return nil, errTooManyForUser
+	}
+	s := &stream{user: user, audiences: audiences, ch: make(chan *Record, streamBuffer), kicked: make(chan struct{}, 1)}
+	for _, a := range audiences {
+		set := h.byAud[a]
+		if set == nil {
+			set = map[*stream]struct{}{}
+			h.byAud[a] = set
+		}
+		set[s] = struct{}{}
+	}
+	h.perUser[user]++
+	h.total++
+	return s, nil
+}
+
+func (h *Hub) release(s *stream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range s.audiences {
+		if set := h.byAud[a]; set != nil {
+			delete(set, s)
+			if len(set) == 0 {
+				delete(h.byAud, a)
+			}
+		}
+	}
+	if h.perUser[s.user]--; h.perUser[s.user] <= 0 {
+		delete(h.perUser, s.user)
+	}
+	h.total--
+}
+
+// Open answers how many streams this replica holds.
+func (h *Hub) Open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.total
+}
+
+// Close ends every stream (graceful shutdown: clients reconnect to another
+// replica with their Last-Event-ID) and refuses new ones.
+func (h *Hub) Close() {
+	h.once.Do(func() {
+		h.mu.Lock()
+		h.closed = true
+		h.mu.Unlock()
+		close(h.done)
+	})
+}
+
+// stream is one open connection's subscription.
+type stream struct {
+	user      string
+	audiences []string
+	ch        chan *Record
+	kicked    chan struct{}
+}
+
+// offer hands a record to the stream without ever blocking the fan-out; a
+// full buffer makes the stream read the log from its last id instead.
+func (s *stream) offer(r *Record) {
+	select {
+	case s.ch <- r:
+	default:
+		s.kick()
+	}
+}
+
+func (s *stream) kick() {
+	select {
+	case s.kicked <- struct{}{}:
+	default:
+	}
+}

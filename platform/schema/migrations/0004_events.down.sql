@@ -1,0 +1,2 @@
+DROP TABLE platform_event_audiences;
+DROP TABLE platform_events;
