@@ -393,6 +393,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/livestock/v1/saved-searches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's saved searches
+         * @description The caller's saved searches, newest first (others' are never listed); `limit` and `offset` page them.
+         */
+        get: operations["listSavedSearches"];
+        put?: never;
+        /**
+         * Save a search (listing alerts)
+         * @description Saves the caller's search under a name. `query` holds the search's filter parameters as
+         *     `GET /livestock/v1/listings` takes them (`f:status`, `f:commodityType`, `f:commodityBreed`,
+         *     `f:commodityBreedSociety`, `f:commoditySexes`, `f:commodityAdditionalInfo`, `minAge`, `maxAge`, `latitude`,
+         *     `longitude`, `distanceKm`), each a string, a number or an array of them. It is validated by the search's own
+         *     parser: what the search would refuse answers the same 400 with the same `validation[]`; any other key, an
+         *     empty query or a missing `name` answer 400 naming it. A user keeps at most 100 saved searches (409 above).
+         *
+         *     When a listing of another user becomes active (created, or a draft published) and matches the search (the
+         *     search's own filter code decides), the owner gets one `listing.alert`, once per (search, listing): an outbox
+         *     notification (type `listing.alert`, data `{savedSearchId, savedSearchName, listingId, kind, type}`) and an
+         *     event on `GET /system/v1/events`. A search for closed listings (`f:status` `sold` or `found`) never alerts.
+         */
+        post: operations["createSavedSearch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/livestock/v1/saved-searches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a saved search
+         * @description Deletes one of the caller's saved searches (another's, or an unknown id, answers 404); it alerts no more.
+         */
+        delete: operations["deleteSavedSearch"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/logistics/v1/admin/settings": {
         parameters: {
             query?: never;
@@ -1025,6 +1079,43 @@ export interface paths {
          *     ones included. Carries an `ETag`; a matching `If-None-Match` answers 304; `Cache-Control: public, max-age=300`.
          */
         get: operations["listCountries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/system/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live event stream (Server-Sent Events)
+         * @description A `text/event-stream` of what concerns the caller, from the moment it connects: `message.created`
+         *     (`{"conversationId", "message"}`: a message in a conversation the caller takes part in), `load.updated`
+         *     (`{"loadId", "reference", "status", "updatedAtUTC"}`: a hand-off or proof of delivery of a load the caller
+         *     sees) and `listing.alert` (`{"savedSearchId", "listingId", ...}`: a new listing matching one of the caller's
+         *     saved searches). Only events the caller may see are sent: each names the users and organisations it
+         *     concerns, matched with the token's `sub`, `org` and `orgs`.
+         *
+         *     Every event has an `id` (increasing); reconnecting with `Last-Event-ID: <id>` (what `EventSource` sends)
+         *     first replays, in order, the events after it within `events.retention` (default 24 h), read from the
+         *     database, so any replica serves it. A comment line (`: keep-alive`) comes every `events.heartbeat` (25 s).
+         *     The stream ends with an `event: token-expired` when the bearer token expires, and with `event: shutdown`
+         *     when the replica stops; the client reconnects (with a fresh token) and its `Last-Event-ID`.
+         *
+         *     Bounds: `events.max_per_user` (8) open streams per user and replica (above: 429 `rate_limited`),
+         *     `events.max_streams` (3000; keep it below `http.max_conns`, which every open stream counts against) per replica (above: 503 `unavailable`), both with `Retry-After`. A malformed
+         *     `Last-Event-ID` answers 400 `validation_failed` naming it. Events committed at nearly the same moment on
+         *     different replicas may arrive out of id order; a client that must never miss one reconnects with the
+         *     smallest id it has not yet seen.
+         */
+        get: operations["streamEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2372,6 +2463,34 @@ export interface components {
             id: string;
             regions: components["schemas"]["Region"][];
         };
+        SavedSearch: {
+            /** Format: date-time */
+            createdAtUTC: string;
+            id: string;
+            name: string;
+            /** @description The query as it was saved. */
+            query: {
+                [key: string]: unknown;
+            };
+        };
+        SavedSearchCreate: {
+            /** @example Texel ewes near Thirsk */
+            name: string;
+            /**
+             * @description The search's filter parameters (see the operation).
+             * @example {
+             *       "distanceKm": 40,
+             *       "f:commodityType": [
+             *         "sheep"
+             *       ],
+             *       "latitude": 54.23,
+             *       "longitude": -1.34
+             *     }
+             */
+            query: {
+                [key: string]: unknown;
+            };
+        };
         SeamlessTrading: {
             /** @description Minutes. */
             bidExpiryMinutes: number;
@@ -2387,14 +2506,14 @@ export interface components {
         SendToCarrier: {
             /** @description Carrier organisation id. */
             carrierId: string;
-            /** @description Display name of the carrier organisation (an addition to the seed). Optional; when the same carrier is sent again without a name, the name already known stays. */
+            /** @description Display name of the carrier organisation (an addition to the seed). Optional; when the same carrier is sent again without a name, the name already known stays. Left out, it is filled in from the token (`orgName`) of the carrier's member who sends the load to a driver or records its proof of delivery. */
             carrierName?: string;
             loadId: string;
         };
         SendToDriver: {
             /** @description User id (`sub`) of the driver. */
             driverId: string;
-            /** @description Display name of the driver (an addition to the seed: tokens carry no user directory). Optional; when the same driver is sent again without a name, the name already known stays. */
+            /** @description Display name of the driver (an addition to the seed: tokens carry no user directory). Optional; when the same driver is sent again without a name, the name already known stays. Left out, it is filled in from the driver's own token (`name`) when the driver records the proof of delivery. */
             driverName?: string;
             loadId: string;
         };
@@ -3662,6 +3781,108 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listSavedSearches: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1 to 100 (out of range: 400).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Number of results to skip.
+                 * @example 0
+                 */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of saved searches. */
+            200: {
+                headers: {
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavedSearch"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSavedSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SavedSearchCreate"];
+            };
+        };
+        responses: {
+            /** @description Saved; `id` names the saved search. */
+            200: {
+                headers: {
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedConfirmation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSavedSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Saved search id.
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Confirmation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getLogisticsAdminSettings: {
         parameters: {
             query?: never;
@@ -4733,6 +4954,39 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The id of the last event received; the stream first replays those after it.
+                 * @example 1042
+                 */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream (`id:`, `event:` and `data:` lines; `data` is one line of JSON). */
+            200: {
+                headers: {
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
