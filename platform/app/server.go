@@ -45,6 +45,7 @@ type Server struct {
 	Build    string
 	checkers []Checker
 	docs     *docSet
+	probe    *readiness
 }
 
 // NewServer mounts the platform routes and every module's routes.
@@ -58,7 +59,10 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 		Metrics:      p.Metrics,
 		CORSOrigins:  p.Config.HTTP.CORSOrigins,
 		Unavailable:  Classifiers(),
+		Tracing:      p.Tracing.Gin(),
 	})
+	registerBuildInfo(p, build, mods)
+	s.probe = newReadiness(p.Metrics.Registry)
 	s.Engine.Use(p.Auth.Middleware())
 	s.checkers = append(s.checkers, Checker{Name: "database", Check: func(ctx context.Context) error { return p.DB.PingContext(ctx) }})
 	if p.Files != nil {
@@ -150,6 +154,7 @@ func (s *Server) ready(c *gin.Context) {
 		}
 		status[ch.Name] = "ok"
 	}
+	s.probe.observe(len(failed) == 0)
 	if len(failed) > 0 {
 		apierr.Render(c, &apierr.Error{Code: apierr.CodeUnavailable, Message: strings.Join(failed, ", ") + " not ready", RetryAfter: 5})
 		return
@@ -172,6 +177,12 @@ func (s *Server) mountDocs() error {
 		name := strings.TrimPrefix(c.Param("asset"), "/")
 		if name == "" || name == "index.html" {
 			serveIndex(c)
+			return
+		}
+		// A name the page does not have answers the error body, not the
+		// file server's plain-text 404.
+		if st, err := fs.Stat(sub, name); err != nil || st.IsDir() {
+			apierr.Render(c, apierr.NotFound("docs asset"))
 			return
 		}
 		c.FileFromFS(name, http.FS(sub))

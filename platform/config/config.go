@@ -32,9 +32,19 @@ type Config struct {
 	Shortlink Shortlink `mapstructure:"shortlinks"`
 	Locations Locations `mapstructure:"locations"`
 	RateLimit RateLimit `mapstructure:"ratelimit"`
+	Otel      Otel      `mapstructure:"otel"`
 	Events    Events    `mapstructure:"events"`
 	Imports   Imports   `mapstructure:"imports"`
 	Debug     bool      `mapstructure:"debug"`
+}
+
+// Otel configures OpenTelemetry tracing: off unless an OTLP/HTTP endpoint is
+// named here or in the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables.
+type Otel struct {
+	// Endpoint is the collector's OTLP/HTTP base URL (http://collector:4318).
+	Endpoint string `mapstructure:"endpoint"`
+	// ServiceName is the service.name of the spans (default agritrade).
+	ServiceName string `mapstructure:"service_name"`
 }
 
 // Events configures the live event stream (GET /system/v1/events).
@@ -378,6 +388,8 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("redis.url", "redis://127.0.0.1:6379/0")
 	v.SetDefault("redis.prefix", "")
 	v.SetDefault("bus.backend", "")
+	v.SetDefault("otel.endpoint", "")
+	v.SetDefault("otel.service_name", "agritrade")
 	v.SetDefault("events.retention", 24*time.Hour)
 	v.SetDefault("events.heartbeat", 25*time.Second)
 	v.SetDefault("events.max_per_user", 8)

@@ -174,6 +174,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		return nil, s.storeError(err)
 	}
 	rec.Size = size
+	bytesIn.Add(float64(size))
 	rec.Hash = hex.EncodeToString(body.hash.Sum(nil))
 	if err := s.store.insert(ctx, rec); err != nil {
 		// The record is what makes the bytes reachable: without it they go.
@@ -303,7 +304,7 @@ func (s *Service) Read(ctx context.Context, rec *Record, offset, length int64) (
 	if err != nil {
 		return nil, s.storeError(err)
 	}
-	return rc, nil
+	return countingReadCloser{rc}, nil
 }
 
 // Resolve checks each reference exists, is active and readable by p, and

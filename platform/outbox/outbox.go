@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/telemetry"
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 )
@@ -75,6 +76,9 @@ type Record struct {
 	LastError    string     `bun:"last_error,notnull"`
 	CreatedAt    time.Time  `bun:"created_at,notnull"`
 	DeliveredAt  *time.Time `bun:"delivered_at"`
+	// TraceContext is the trace context of the enqueuing request
+	// (telemetry.Inject): the delivery span continues that trace.
+	TraceContext string `bun:"trace_context,notnull"`
 }
 
 // RecipientList decodes the stored recipients.
@@ -126,6 +130,7 @@ func Enqueue(ctx context.Context, idb bun.IDB, e Event) error {
 	if err != nil {
 		return err
 	}
+	rec.TraceContext = telemetry.Inject(ctx)
 	if err := insert(ctx, idb, rec); err != nil {
 		return err
 	}

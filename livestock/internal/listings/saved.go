@@ -103,9 +103,10 @@ type savedInput struct {
 // search's own parser, whose validation[] it answers unchanged.
 func parseSaved(raw []byte) (name string, values url.Values, sr Search, err error) {
 	var in savedInput
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&in); err != nil {
-		return "", nil, Search{}, apierr.BadRequest("the body must be a JSON object with name and query")
+	// The platform's decoder: a wrong type is a field failure, data after
+	// the value (which this once took as a second body) a bad_request.
+	if err := httpx.DecodeJSON(raw, "", &in); err != nil {
+		return "", nil, Search{}, err
 	}
 	var f apierr.Fields
 	if in.Name != nil {

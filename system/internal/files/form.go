@@ -10,6 +10,7 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/httpx"
 )
 
 // Limits of the multipart form around the file.
@@ -94,6 +95,9 @@ func readForm(mr *multipart.Reader) (filestore.PutInput, *multipart.Part, error)
 				continue
 			}
 			return f.in, nil, partError(err)
+		}
+		if !httpx.CheckText(&fields, httpx.Printable(name), name) || !httpx.CheckText(&fields, name, value) {
+			continue
 		}
 		if f.seen[name] && name != "organisations" {
 			fields.Add(name, "duplicate", "is given more than once", nil)
