@@ -18,7 +18,7 @@ TEST_FLAGS ?= -count=1 -timeout 20m
 
 # The per-module pattern targets (test-%, bench-%, version-%) must not be
 # .PHONY: make skips pattern rules for phony targets and would do nothing.
-.PHONY: run demo test build lint tidy-check fmt vet bench fuzz release-check token tidy clean help
+.PHONY: run demo test client-test build lint tidy-check fmt vet bench fuzz release-check token tidy clean help
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z%_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -34,6 +34,9 @@ test: ## run every test of every module
 
 test-%: ## run one module's tests: make test-system
 	$(GO) test $(TEST_FLAGS) github.com/agritrade/api/$*/...
+
+client-test: ## TypeScript client (clients/typescript): npm ci, schema.d.ts current, tsc, Spectral, main flows on a real server
+	bash clients/typescript/scripts/ci.sh
 
 FUZZTIME ?= 60s
 
