@@ -22,11 +22,19 @@ var (
 		Help:    "Time one import took, from the first row to the result, by importer.",
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 	}, []string{"importer"})
+	importsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "agritrade_imports_in_flight",
+		Help: "Imports holding a slot of this replica's gate (imports.max_in_flight) right now.",
+	})
+	importsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "agritrade_imports_refused_total",
+		Help: "Imports refused with 429 because imports.max_in_flight were already running.",
+	})
 )
 
 // Collectors answers the import metrics for the server's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{importRowsTotal, importFailuresTotal, importDuration}
+	return []prometheus.Collector{importRowsTotal, importFailuresTotal, importDuration, importsInFlight, importsRefused}
 }
 
 // Track starts timing an import; call the answer with its outcome:
