@@ -18,7 +18,7 @@ TEST_FLAGS ?= -count=1 -timeout 20m
 
 # The per-module pattern targets (test-%, bench-%, version-%) must not be
 # .PHONY: make skips pattern rules for phony targets and would do nothing.
-.PHONY: run demo test build lint tidy-check fmt vet bench release-check token tidy clean help
+.PHONY: run demo test client-test build lint tidy-check fmt vet bench fuzz release-check token tidy clean help
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z%_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -34,6 +34,27 @@ test: ## run every test of every module
 
 test-%: ## run one module's tests: make test-system
 	$(GO) test $(TEST_FLAGS) github.com/agritrade/api/$*/...
+
+client-test: ## TypeScript client (clients/typescript): npm ci, schema.d.ts current, tsc, Spectral, main flows on a real server
+	bash clients/typescript/scripts/ci.sh
+
+FUZZTIME ?= 60s
+
+# Every Fuzz* target of every module, found with `go test -list` in each
+# package that has one, fuzzed for FUZZTIME one after another (go test -fuzz
+# takes one target of one package at a time). A failure does not stop the
+# run: the table at the end lists every target; the exit status is 1 if any
+# failed (its input is then in the package's testdata/fuzz/<target>/).
+fuzz: ## fuzz every Fuzz* target for FUZZTIME each (default 60s): make fuzz FUZZTIME=10s
+	@failed=0; table=""; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' $(MODULES) | xargs -n1 dirname | sort -u); do \
+		for f in $$($(GO) test -list '^Fuzz' ./$$dir | grep '^Fuzz'); do \
+			echo "== $$dir $$f ($(FUZZTIME))"; start=$$(date +%s); \
+			if $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./$$dir; then res=ok; else res=FAIL; failed=1; fi; \
+			table="$$table$$(printf '%-45s %-28s %-4s %ss' "$$dir" "$$f" "$$res" "$$(( $$(date +%s) - start ))")\n"; \
+		done; \
+	done; \
+	printf '\n%-45s %-28s %-4s %s\n' package target result took; printf "$$table"; exit $$failed
 
 build: ## build the static release binary into bin/agritrade
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/agritrade ./cmd/agritrade

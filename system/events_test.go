@@ -45,7 +45,13 @@ type sseClient struct {
 
 // openStream opens GET /system/v1/events on base with a token and optional
 // Last-Event-ID, and answers the client once the headers are in.
-func openStream(t *testing.T, base, token, lastID string) (*sseClient, *http.Response) {
+// answer is the status and headers of a stream request.
+type answer struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func openStream(t *testing.T, base, token, lastID string) (*sseClient, answer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/system/v1/events", nil)
@@ -53,15 +59,16 @@ func openStream(t *testing.T, base, token, lastID string) (*sseClient, *http.Res
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by sseClient.Close (t.Cleanup) or below
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
+	head := answer{StatusCode: res.StatusCode, Header: res.Header}
 	if res.StatusCode != http.StatusOK {
 		cancel()
 		_ = res.Body.Close()
-		return nil, res
+		return nil, head
 	}
 	c := &sseClient{res: res, events: make(chan sseEvent, 100), comment: make(chan string, 100), closed: make(chan struct{}), cancel: cancel}
 	go func() {
@@ -93,7 +100,7 @@ func openStream(t *testing.T, base, token, lastID string) (*sseClient, *http.Res
 		}
 	}()
 	t.Cleanup(func() { c.Close() })
-	return c, res
+	return c, head
 }
 
 func (c *sseClient) Close() {

@@ -57,7 +57,7 @@ func New(deps module.Deps) *Module {
 		refdata: refdata.NewService(refdata.NewStore(deps.DB), deps.Cache, deps.Log.Component("refdata")),
 		admin:   admin.NewService(deps.Cache, deps.Auth, deps.Bus, deps.Log.Component("cache")),
 	}
-	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"))
+	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"), deps.Tracing.Transport(nil))
 	m.shortlinks, m.shortlinksErr = shortlinks.NewService(deps.DB, deps.Config, deps.Log.Component("shortlinks"))
 	return m
 }

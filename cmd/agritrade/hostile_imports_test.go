@@ -2,12 +2,13 @@ package main
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -174,8 +175,7 @@ func procMemory(t *testing.T, pid int, field string) int64 {
 
 type importCall struct {
 	route, token string
-	ok           []byte   // a small valid file for the route
-	header       []string // the route's columns
+	ok           []byte // a small valid file for the route
 	files        map[string][]byte
 }
 
@@ -310,37 +310,50 @@ func TestImportsInFlightLimited(t *testing.T) {
 	srv := importServer(t)
 	farmer, admin := faultToken(t, demoFarmer), faultToken(t, demoAdmin)
 	client := &http.Client{Timeout: time.Minute}
+	// Each held import is a raw connection that has sent its headers and no
+	// body: the server has certainly read them (an http.Client may keep them
+	// in its buffer until body bytes come), and the import waits for its file.
 	type held struct {
-		pw   *io.PipeWriter
-		mw   *multipart.Writer
-		done chan int
+		conn net.Conn
+		br   *bufio.Reader
 	}
+	addr := strings.TrimPrefix(srv.base, "http://")
 	var holds []held
 	for i := range hostileInFlight {
-		pr, pw := io.Pipe()
-		mw := multipart.NewWriter(pw)
 		route, token := "/logistics/v1/loads/batch", farmer
 		if i%2 == 1 {
 			route, token = "/system/v1/commodities/varieties/import", admin
 		}
-		req, err := http.NewRequest(http.MethodPost, srv.base+route, pr)
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		h := held{pw: pw, mw: mw, done: make(chan int, 1)}
-		go func() {
-			res, err := client.Do(req)
-			if err != nil {
-				h.done <- 0
-				return
+		t.Cleanup(func() { _ = conn.Close() })
+		if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: multipart/form-data; boundary=held\r\nTransfer-Encoding: chunked\r\n\r\n", route, addr, token); err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, held{conn: conn, br: bufio.NewReader(conn)})
+	}
+	// Wait until the server counts them in flight (its gauge), so that the
+	// refusal below is about the limit and not about when they arrived.
+	inFlight := func() string {
+		_, _, body, err := do(context.Background(), client, http.MethodGet, srv.base+"/metrics", admin, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(l, "agritrade_imports_in_flight "); ok {
+				return v
 			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			_ = res.Body.Close()
-			h.done <- res.StatusCode
-		}()
-		holds = append(holds, h)
+		}
+		return "absent"
+	}
+	want := strconv.Itoa(hostileInFlight)
+	for deadline := time.Now().Add(20 * time.Second); inFlight() != want; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d held imports never were all in flight: agritrade_imports_in_flight %s", hostileInFlight, inFlight())
+		}
 	}
 	csvBody := multipartFile(t, nil, "ok.csv", []byte(okLoads))
 	// The held requests take their slots once their headers are read: retry
@@ -375,21 +388,21 @@ func TestImportsInFlightLimited(t *testing.T) {
 	}
 	// Finish one held import: its slot admits the next.
 	h := holds[0]
-	part, err := h.mw.CreateFormFile("file", "ok.csv")
+	form := "--held\r\nContent-Disposition: form-data; name=\"file\"; filename=\"ok.csv\"\r\n\r\n" +
+		"reference,commodityId,deliveryDateISO\nH-1,1,2026-10-01\n\r\n--held--\r\n"
+	if _, err := fmt.Fprintf(h.conn, "%x\r\n%s\r\n0\r\n\r\n", len(form), form); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(h.br, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = part.Write([]byte("reference,commodityId,deliveryDateISO\nH-1,1,2026-10-01\n"))
-	_ = h.mw.Close()
-	_ = h.pw.Close()
-	if got := <-h.done; got != http.StatusOK {
-		t.Fatalf("the held import answered %d", got)
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the held import answered %d", res.StatusCode)
 	}
 	if status, _, body, _ := do(context.Background(), client, http.MethodPost, srv.base+"/logistics/v1/loads/batch", farmer, csvBody.ctype, csvBody.body); status != http.StatusOK {
 		t.Fatalf("an import after a slot was freed answered %d %s", status, body)
-	}
-	for _, h := range holds[1:] {
-		_ = h.pw.CloseWithError(io.ErrUnexpectedEOF)
-		<-h.done
 	}
 }

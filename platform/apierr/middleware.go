@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/sirupsen/logrus"
@@ -142,7 +143,8 @@ func echoedBody(c *gin.Context) json.RawMessage {
 		return nil
 	}
 	b, _ := raw.([]byte)
-	if len(b) == 0 || !json.Valid(b) {
+	// A body that is not UTF-8 would make the answer invalid JSON text.
+	if len(b) == 0 || !utf8.Valid(b) || !json.Valid(b) {
 		return nil
 	}
 	for _, ch := range b {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/bus"
@@ -23,6 +24,8 @@ import (
 	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
 	"github.com/agritrade/api/platform/tabular"
+	"github.com/agritrade/api/platform/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 )
@@ -47,6 +50,8 @@ type Platform struct {
 	Outbox *outbox.Dispatcher
 	// RateLimit is the per-client-IP limiter of public routes.
 	RateLimit ratelimit.Limiter
+	// Tracing is OpenTelemetry tracing; nil when off (no otel.endpoint).
+	Tracing *telemetry.Tracing
 	// Events feeds this replica's live event streams (events.Append).
 	Events *events.Hub
 	// Imports limits the imports in flight on this replica.
@@ -60,6 +65,9 @@ type Options struct {
 	LogOutput io.Writer
 	// DB, when set, is used instead of opening cfg.DB.DSN (tests).
 	DB *bun.DB
+	// Tracing, when set, is used instead of the one otel.* configures (tests
+	// record spans in memory with it).
+	Tracing *telemetry.Tracing
 }
 
 // Open connects the shared parts.
@@ -76,6 +84,21 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 	if err := p.applyConfiguredLogs(); err != nil {
 		return nil, err
 	}
+	p.Tracing = o.Tracing
+	if p.Tracing == nil {
+		if p.Tracing, err = telemetry.Open(ctx, cfg.Otel, Version); err != nil {
+			return nil, err
+		}
+		// Closed last: the spans of the shutdown itself are flushed too.
+		p.closers = append(p.closers, func() error {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return p.Tracing.Shutdown(sctx)
+		})
+	}
+	if p.Tracing.Enabled() {
+		p.Log.Component("telemetry").WithField("endpoint", telemetry.Endpoint(cfg.Otel)).Info("tracing on: spans exported over OTLP/HTTP")
+	}
 	if p.Auth, err = auth.New(cfg); err != nil {
 		return nil, err
 	}
@@ -90,6 +113,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		}
 		p.closers = append(p.closers, p.DB.Close)
 	}
+	p.DB = p.Tracing.InstrumentDB(p.DB)
 	cfg.Namespaces()
 	if needsRedis(cfg) {
 		opts, err := redis.ParseURL(cfg.Redis.URL)
@@ -98,6 +122,10 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		}
 		p.Redis = redis.NewClient(opts)
 		p.closers = append(p.closers, p.Redis.Close)
+		if err := p.Tracing.InstrumentRedis(p.Redis); err != nil {
+			_ = p.Close()
+			return nil, fmt.Errorf("redis tracing: %w", err)
+		}
 	}
 	if p.Bus, err = p.openBus(); err != nil {
 		return nil, err
@@ -107,7 +135,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, err
 	}
 	p.Settings = settings.New(p.DB, logs, p.Bus)
-	if p.Outbox, err = outbox.New(p.DB, cfg.Notify, p.Log.Component("outbox")); err != nil {
+	if p.Outbox, err = outbox.New(p.DB, cfg.Notify, p.Log.Component("outbox"), p.Tracing); err != nil {
 		_ = p.Close()
 		return nil, err
 	}
@@ -116,6 +144,7 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		return nil, fmt.Errorf("file store: %w", err)
 	}
 	p.RateLimit = ratelimit.New(cfg, p.Redis)
+	p.registerMetrics(ctx)
 	p.Events = events.NewHub(p.DB, p.Bus, p.Log.Component("events"), events.Options{
 		Retention: cfg.Events.Retention, Heartbeat: cfg.Events.Heartbeat, MaxPerUser: cfg.Events.MaxPerUser, MaxStreams: cfg.Events.MaxStreams,
 	})
@@ -165,7 +194,7 @@ func (p *Platform) applyConfiguredLogs() error {
 
 // Deps returns what a module's New receives.
 func (p *Platform) Deps(name string) module.Deps {
-	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Events: p.Events, Imports: p.Imports}
+	return module.Deps{Config: p.Config, DB: p.DB, Log: p.Logs.Module(name), Auth: p.Auth, Bus: p.Bus, Files: p.Files, RateLimit: p.RateLimit, Cache: p.Cache, Events: p.Events, Imports: p.Imports, Tracing: p.Tracing}
 }
 
 // Close releases everything Open opened, last first.
@@ -177,4 +206,18 @@ func (p *Platform) Close() error {
 		}
 	}
 	return first
+}
+
+// registerMetrics adds the metrics of the background work and the shared
+// parts (outbox, imports, cache, rate limits, database pool, file store) to
+// the registry /metrics serves.
+func (p *Platform) registerMetrics(ctx context.Context) {
+	var cs []prometheus.Collector
+	cs = append(cs, p.Outbox.Collectors()...)
+	cs = append(cs, tabular.Collectors()...)
+	cs = append(cs, cache.Collectors()...)
+	cs = append(cs, ratelimit.Collectors()...)
+	cs = append(cs, filestore.Collectors()...)
+	cs = append(cs, db.Collectors(ctx, p.DB)...)
+	p.Metrics.Registry.MustRegister(cs...)
 }

@@ -45,6 +45,7 @@ type Server struct {
 	Build    string
 	checkers []Checker
 	docs     *docSet
+	probe    *readiness
 }
 
 // NewServer mounts the platform routes and every module's routes.
@@ -58,7 +59,10 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 		Metrics:      p.Metrics,
 		CORSOrigins:  p.Config.HTTP.CORSOrigins,
 		Unavailable:  Classifiers(),
+		Tracing:      p.Tracing.Gin(),
 	})
+	registerBuildInfo(p, build, mods)
+	s.probe = newReadiness(p.Metrics.Registry)
 	s.Engine.Use(p.Auth.Middleware())
 	s.checkers = append(s.checkers, Checker{Name: "database", Check: func(ctx context.Context) error { return p.DB.PingContext(ctx) }})
 	if p.Files != nil {
@@ -150,6 +154,7 @@ func (s *Server) ready(c *gin.Context) {
 		}
 		status[ch.Name] = "ok"
 	}
+	s.probe.observe(len(failed) == 0)
 	if len(failed) > 0 {
 		apierr.Render(c, &apierr.Error{Code: apierr.CodeUnavailable, Message: strings.Join(failed, ", ") + " not ready", RetryAfter: 5})
 		return
@@ -174,6 +179,12 @@ func (s *Server) mountDocs() error {
 			serveIndex(c)
 			return
 		}
+		// A name the page does not have answers the error body, not the
+		// file server's plain-text 404.
+		if st, err := fs.Stat(sub, name); err != nil || st.IsDir() {
+			apierr.Render(c, apierr.NotFound("docs asset"))
+			return
+		}
 		c.FileFromFS(name, http.FS(sub))
 	})
 	return nil
@@ -189,7 +200,7 @@ func docsSecurity(c *gin.Context) {
 
 // Start writes nothing (Platform.MigrateUp migrated and seeded, under the
 // migration lock): it loads stored settings and starts background work (bus,
-// settings resync, outbox dispatcher, module runners), waiting up to
+// settings resync, outbox dispatcher, upload sweeper, module runners), waiting up to
 // busReadyWait for the bus to receive. Background errors are logged; cancel
 // ctx to stop them, then Wait.
 func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
@@ -208,6 +219,10 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
 	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
 	s.goRun(ctx, wg, "events", s.P.Events.Run)
+	if s.P.Files != nil {
+		// Removes the bytes of uploads abandoned half-way (files.sweep_interval).
+		s.goRun(ctx, wg, "files", s.P.Files.RunSweeper)
+	}
 	for _, m := range s.Modules {
 		if r, ok := m.(module.Runner); ok {
 			s.goRun(ctx, wg, m.Name(), r.Run)

@@ -207,3 +207,26 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// A signed token whose claims hold text the database refuses is refused
+// (401), never carried into a write.
+func TestVerify_401_ClaimWithNUL(t *testing.T) {
+	svc, err := auth.New(hsConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []auth.Principal{
+		{UserID: "U1\x00", OrgID: "O1"},
+		{UserID: "U1", Name: "Ann\x00Smith", OrgID: "O1"},
+		{UserID: "U1", OrgID: "O1", Orgs: []string{"O1", "O\x002"}},
+	} {
+		tok, err := auth.Mint(svc.Secret(), auth.MintOptions{Principal: p, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = svc.Verify(context.Background(), tok)
+		if err == nil || auth.Problem(err) != "a claim holds a NUL character or bytes that are not UTF-8" {
+			t.Errorf("%+v: %v (%s)", p, err, auth.Problem(err))
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agritrade/api/platform/config"
 	"github.com/golang-jwt/jwt/v5"
@@ -88,10 +89,15 @@ func Problem(err error) string {
 		return "the token lacks a required claim"
 	case errors.Is(err, jwt.ErrTokenUnverifiable):
 		return "the token cannot be verified (algorithm or signing key)"
+	case errors.Is(err, errClaimText):
+		return "a claim holds a NUL character or bytes that are not UTF-8"
 	default:
 		return "the token is not valid"
 	}
 }
+
+// errClaimText is a claim holding a NUL character or bytes that are not UTF-8.
+var errClaimText = errors.New("a claim holds text that cannot be stored")
 
 func principalFrom(tok *jwt.Token, names config.ClaimNames) (*Principal, error) {
 	claims, ok := tok.Claims.(jwt.MapClaims)
@@ -112,6 +118,13 @@ func principalFrom(tok *jwt.Token, names config.ClaimNames) (*Principal, error) 
 	}
 	if p.OrgID == "" && len(p.Orgs) > 0 {
 		p.OrgID = p.Orgs[0]
+	}
+	// Claims end up stored (creators, names of parties): a signed token is
+	// still not allowed to carry text the database refuses.
+	for _, c := range append([]string{p.UserID, p.Name, p.OrgID, p.OrgName}, append(p.Orgs, p.Roles...)...) {
+		if strings.IndexByte(c, 0) >= 0 || !utf8.ValidString(c) {
+			return nil, errClaimText
+		}
 	}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		p.ExpiresAt = exp.Time

@@ -60,14 +60,18 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, bool, error) {
 	defer m.mu.Unlock()
 	el, ok := m.items[key]
 	if !ok {
+		memoryMisses.Inc()
 		return nil, false, nil
 	}
 	e := el.Value.(*entry)
 	if !m.o.Now().Before(e.expires) {
 		m.remove(el)
+		evictedExpired.Inc()
+		memoryMisses.Inc()
 		return nil, false, nil
 	}
 	m.ll.MoveToFront(el)
+	memoryHits.Inc()
 	return e.value, true, nil
 }
 
@@ -93,6 +97,7 @@ func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Durat
 	m.bytes += e.size()
 	for m.ll.Len() > m.o.MaxEntries || m.bytes > m.o.MaxBytes {
 		m.remove(m.ll.Back())
+		evictedCapacity.Inc()
 	}
 	return nil
 }

@@ -33,11 +33,13 @@ func NewRedis(client *redis.Client, prefix string, ttl time.Duration) *Redis {
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	b, err := r.client.Get(ctx, r.prefix+key).Bytes()
 	if errors.Is(err, redis.Nil) {
+		redisMisses.Inc()
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
+	redisHits.Inc()
 	return b, true, nil
 }
 

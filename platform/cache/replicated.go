@@ -157,6 +157,7 @@ func (r *Replicated) receive(ctx context.Context, payload []byte) {
 	if inv.Origin == r.id {
 		return
 	}
+	clearsReceivedTotal.Inc()
 	var err error
 	switch {
 	case inv.Flush:

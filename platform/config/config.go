@@ -32,9 +32,19 @@ type Config struct {
 	Shortlink Shortlink `mapstructure:"shortlinks"`
 	Locations Locations `mapstructure:"locations"`
 	RateLimit RateLimit `mapstructure:"ratelimit"`
+	Otel      Otel      `mapstructure:"otel"`
 	Events    Events    `mapstructure:"events"`
 	Imports   Imports   `mapstructure:"imports"`
 	Debug     bool      `mapstructure:"debug"`
+}
+
+// Otel configures OpenTelemetry tracing: off unless an OTLP/HTTP endpoint is
+// named here or in the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables.
+type Otel struct {
+	// Endpoint is the collector's OTLP/HTTP base URL (http://collector:4318).
+	Endpoint string `mapstructure:"endpoint"`
+	// ServiceName is the service.name of the spans (default agritrade).
+	ServiceName string `mapstructure:"service_name"`
 }
 
 // Events configures the live event stream (GET /system/v1/events).
@@ -120,6 +130,12 @@ type Files struct {
 	// Dir is the local backend's directory; empty means <data_dir>/files.
 	Dir string `mapstructure:"dir"`
 	S3  S3     `mapstructure:"s3"`
+	// SweepInterval is how often each replica removes the bytes of uploads
+	// abandoned half-way (local temporary files, S3 multipart uploads) older
+	// than TmpMaxAge. The S3 backend uses at least the longest an upload may
+	// last under the body deadlines (filestore.SweepAge).
+	SweepInterval time.Duration `mapstructure:"sweep_interval"`
+	TmpMaxAge     time.Duration `mapstructure:"tmp_max_age"`
 }
 
 // S3 configures an S3-compatible object store.
@@ -362,6 +378,8 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.s3.prefix", "")
 	v.SetDefault("files.s3.part_size_mb", 5)
 	v.SetDefault("files.dir", "")
+	v.SetDefault("files.sweep_interval", 10*time.Minute)
+	v.SetDefault("files.tmp_max_age", time.Hour)
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
 	v.SetDefault("cache.max_entries", 10000)
@@ -370,6 +388,8 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("redis.url", "redis://127.0.0.1:6379/0")
 	v.SetDefault("redis.prefix", "")
 	v.SetDefault("bus.backend", "")
+	v.SetDefault("otel.endpoint", "")
+	v.SetDefault("otel.service_name", "agritrade")
 	v.SetDefault("events.retention", 24*time.Hour)
 	v.SetDefault("events.heartbeat", 25*time.Second)
 	v.SetDefault("events.max_per_user", 8)
@@ -432,6 +452,24 @@ func (c *Config) finish() error {
 	}
 	if c.Modules == nil {
 		c.Modules = Modules{}
+	}
+	return c.validate()
+}
+
+// validate refuses settings that cannot work, naming the key.
+func (c *Config) validate() error {
+	var bad []string
+	if c.Files.SweepInterval <= 0 {
+		bad = append(bad, fmt.Sprintf("files.sweep_interval %s: must be positive", c.Files.SweepInterval))
+	}
+	// A live upload's temporary file is written at least once per
+	// body_idle_timeout; twice that leaves room for the last write, the
+	// fsync and clock skew between replicas sharing the directory.
+	if minAge := 2 * c.HTTP.BodyIdleTimeout; c.Files.TmpMaxAge <= 0 || c.Files.TmpMaxAge < minAge {
+		bad = append(bad, fmt.Sprintf("files.tmp_max_age %s: must be positive and at least twice http.body_idle_timeout (%s)", c.Files.TmpMaxAge, c.HTTP.BodyIdleTimeout))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("invalid configuration: %s", strings.Join(bad, "; "))
 	}
 	return nil
 }

@@ -106,3 +106,39 @@ func TestDerivedRedisPrefix(t *testing.T) {
 		t.Errorf("explicit namespaces changed: %q %q", c.Redis.Prefix, c.Cache.Prefix)
 	}
 }
+
+// TestUploadSweepSettings: the sweeper's keys have their defaults and come
+// from the environment; an interval that is not positive, or a max age that a
+// live upload could reach between two writes (under twice
+// http.body_idle_timeout), is refused naming the key.
+func TestUploadSweepSettings(t *testing.T) {
+	inDir(t, t.TempDir())
+	c, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Files.SweepInterval.String() != "10m0s" || c.Files.TmpMaxAge.String() != "1h0m0s" {
+		t.Fatalf("defaults: interval %s, max age %s", c.Files.SweepInterval, c.Files.TmpMaxAge)
+	}
+	t.Setenv("AGRITRADE_FILES_SWEEP_INTERVAL", "30s")
+	t.Setenv("AGRITRADE_FILES_TMP_MAX_AGE", "2m")
+	if c, err = config.Load(""); err != nil || c.Files.SweepInterval.String() != "30s" || c.Files.TmpMaxAge.String() != "2m0s" {
+		t.Fatalf("from the environment: %+v, %v", c.Files, err)
+	}
+	for _, bad := range []struct{ key, interval, age, idle, want string }{
+		{"interval", "0s", "1h", "60s", "files.sweep_interval"},
+		{"negative interval", "-1m", "1h", "60s", "files.sweep_interval"},
+		{"zero age", "10m", "0s", "60s", "files.tmp_max_age"},
+		{"age under twice the idle timeout", "10m", "119s", "60s", "files.tmp_max_age"},
+	} {
+		t.Run(bad.key, func(t *testing.T) {
+			t.Setenv("AGRITRADE_FILES_SWEEP_INTERVAL", bad.interval)
+			t.Setenv("AGRITRADE_FILES_TMP_MAX_AGE", bad.age)
+			t.Setenv("AGRITRADE_HTTP_BODY_IDLE_TIMEOUT", bad.idle)
+			_, err := config.Load("")
+			if err == nil || !strings.Contains(err.Error(), bad.want) {
+				t.Fatalf("error %v, want one naming %s", err, bad.want)
+			}
+		})
+	}
+}

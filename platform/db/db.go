@@ -20,6 +20,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/pgdriver"
+	"go.opentelemetry.io/otel/trace"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 )
 
@@ -111,7 +112,15 @@ func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 // transaction has committed.
 func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
 	h := &commitHooks{}
-	if err := db.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, fn); err != nil {
+	run := fn
+	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
+		// bun hands fn the context of its BEGIN query, whose span (with
+		// tracing on) would parent every statement of the transaction and
+		// the trace context an outbox event stores: keep the caller's span
+		// current instead, so both are children of the request.
+		run = func(txCtx context.Context, tx bun.Tx) error { return fn(trace.ContextWithSpan(txCtx, span), tx) }
+	}
+	if err := db.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, run); err != nil {
 		return err
 	}
 	h.run()

@@ -67,7 +67,12 @@ func (h *Hub) Serve(c *gin.Context) error {
 	case errors.Is(err, errTooMany), errors.Is(err, errClosing):
 		return &apierr.Error{Code: apierr.CodeUnavailable, Message: "the event stream is unavailable on this server: " + err.Error(), RetryAfter: retryAfterStreams}
 	}
-	defer h.release(s)
+	detachedOK := false
+	defer func() {
+		if !detachedOK {
+			h.release(s)
+		}
+	}()
 	// Registered first, then the starting point read: an event committed in
 	// between is both in the buffer and in the log, and the id check below
 	// sends it once.
@@ -92,7 +97,13 @@ func (h *Hub) Serve(c *gin.Context) error {
 		c.Status(http.StatusOK)
 		return nil
 	}
-	// A stream outlives any write deadline the server sets for ordinary answers.
+	if d := h.detach(c, s, p, replay, last); d != nil {
+		detachedOK = true
+		return nil
+	}
+	// The connection cannot be taken over (HTTP/2): this request's goroutine
+	// serves the stream. A stream outlives any write deadline the server sets
+	// for ordinary answers.
 	rc := http.NewResponseController(c.Writer)
 	_ = rc.SetWriteDeadline(time.Time{})
 	hd := c.Writer.Header()
@@ -154,6 +165,70 @@ func (h *Hub) Serve(c *gin.Context) error {
 			}
 		}
 	}
+}
+
+// detach takes the stream's connection over from the HTTP server: it writes
+// the answer's head and the replay itself, hands the connection to a
+// detached stream and lets the request's goroutine and buffers go. nil when
+// the connection cannot be taken over.
+func (h *Hub) detach(c *gin.Context, s *stream, p *auth.Principal, replay []Record, last int64) *detached {
+	conn, rw, err := http.NewResponseController(c.Writer).Hijack()
+	if err != nil {
+		return nil
+	}
+	c.Abort()
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	hd := c.Writer.Header().Clone()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	// The body is the stream until the connection closes.
+	hd.Set("Connection", "close")
+	_ = hd.Write(&b)
+	b.WriteString("\r\n: stream open\n\nretry: 3000\n\n")
+	for i := range replay {
+		writeRecord(&b, &replay[i], &last)
+	}
+	d := &detached{h: h, s: s, conn: conn, last: last}
+	_ = rw.Flush() // nothing is buffered yet; the head goes straight to the connection
+	if !d.write(b.String()) {
+		return d // closed and released by write
+	}
+	h.mu.Lock()
+	s.d = d
+	h.mu.Unlock()
+	// What arrived while the request was being answered.
+	for {
+		select {
+		case r := <-s.ch:
+			d.offer(r)
+			continue
+		default:
+		}
+		break
+	}
+	select {
+	case <-s.kicked: // the buffer overflowed meanwhile
+		d.kick()
+	default:
+	}
+	if int64(len(replay)) == replayBatch {
+		d.kick() // more to replay: read on from the log
+	}
+	if !p.ExpiresAt.IsZero() {
+		d.mu.Lock()
+		d.expiry = time.AfterFunc(time.Until(p.ExpiresAt), func() {
+			d.end("token-expired", `{"reason":"the bearer token has expired; reconnect with a fresh token and Last-Event-ID"}`)
+		})
+		d.mu.Unlock()
+	}
+	select {
+	case <-h.done:
+		d.end("shutdown", `{"reason":"the server is shutting down; reconnect with Last-Event-ID"}`)
+	default:
+	}
+	return d
 }
 
 // catchUp reads the log from last until it is exhausted, dropping what the

@@ -134,11 +134,15 @@ func (h *Hub) Run(ctx context.Context) error {
 	h.bus.OnSubscribed(func(context.Context) { h.kickAll() })
 	purge := time.NewTicker(h.opts.PurgeEvery)
 	defer purge.Stop()
+	heartbeat := time.NewTicker(h.opts.Heartbeat)
+	defer heartbeat.Stop()
 	batch := make([]int64, 0, 256)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-heartbeat.C:
+			h.each(func(d *detached) { d.comment("keep-alive") })
 		case <-purge.C:
 			if n, err := h.Purge(ctx); err != nil {
 				h.log.WithError(err).Warn("events: purge failed")
@@ -187,6 +191,25 @@ func (h *Hub) fanOut(ctx context.Context, ids []int64) {
 		for s := range h.byAud[recs[i].Audience] {
 			s.offer(&recs[i])
 		}
+	}
+}
+
+// each runs fn for every detached stream (outside the hub's lock).
+func (h *Hub) each(fn func(d *detached)) {
+	h.mu.Lock()
+	var ds []*detached
+	seen := map[*stream]bool{}
+	for _, set := range h.byAud {
+		for s := range set {
+			if s.d != nil && !seen[s] {
+				seen[s] = true
+				ds = append(ds, s.d)
+			}
+		}
+	}
+	h.mu.Unlock()
+	for _, d := range ds {
+		fn(d)
 	}
 }
 
@@ -265,20 +288,32 @@ func (h *Hub) Close() {
 		h.closed = true
 		h.mu.Unlock()
 		close(h.done)
+		h.each(func(d *detached) {
+			d.end("shutdown", `{"reason":"the server is shutting down; reconnect with Last-Event-ID"}`)
+		})
 	})
 }
 
-// stream is one open connection's subscription.
+// stream is one open connection's subscription. A stream is served either
+// by its request's goroutine (ch and kicked; when the connection cannot be
+// taken over) or, usually, detached: its connection taken over from the HTTP
+// server, with no goroutine of its own while idle (d), which is what keeps
+// thousands of open streams cheap.
 type stream struct {
 	user      string
 	audiences []string
 	ch        chan *Record
 	kicked    chan struct{}
+	d         *detached
 }
 
 // offer hands a record to the stream without ever blocking the fan-out; a
 // full buffer makes the stream read the log from its last id instead.
 func (s *stream) offer(r *Record) {
+	if s.d != nil {
+		s.d.offer(r)
+		return
+	}
 	select {
 	case s.ch <- r:
 	default:
@@ -287,6 +322,10 @@ func (s *stream) offer(r *Record) {
 }
 
 func (s *stream) kick() {
+	if s.d != nil {
+		s.d.kick()
+		return
+	}
 	select {
 	case s.kicked <- struct{}{}:
 	default:

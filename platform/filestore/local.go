@@ -1,7 +1,6 @@
 package filestore
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +14,11 @@ import (
 // the same file system as the objects, so that committing is a rename.
 const tmpDir = ".tmp"
 
-// writeBufferSize is the write buffer of one upload: the memory it holds.
-const writeBufferSize = 256 << 10
+// copyBufferSize is the copy buffer of one upload: the memory it holds.
+const copyBufferSize = 256 << 10
+
+// writerOnly hides os.File's ReadFrom, so that io.CopyBuffer uses the buffer.
+type writerOnly struct{ io.Writer }
 
 // Local keeps objects as files under a root directory.
 type Local struct {
@@ -24,7 +26,8 @@ type Local struct {
 }
 
 // NewLocal returns a store rooted at dir, creating it when needed. Uploads
-// left in its temporary folder by a crash are removed.
+// a crash left in its temporary folder are removed by the sweeper
+// (Service.RunSweeper), whose first sweep runs as the server starts.
 func NewLocal(dir string) (*Local, error) {
 	root, err := filepath.Abs(dir)
 	if err != nil {
@@ -33,26 +36,48 @@ func NewLocal(dir string) (*Local, error) {
 	if err := os.MkdirAll(filepath.Join(root, tmpDir), 0o750); err != nil {
 		return nil, fmt.Errorf("create file store directory: %w", err)
 	}
-	l := &Local{root: root}
-	l.removeStaleUploads()
-	return l, nil
+	return &Local{root: root}, nil
 }
 
 // Root returns the directory the store writes into.
 func (l *Local) Root() string { return l.root }
 
-func (l *Local) removeStaleUploads() {
-	entries, err := os.ReadDir(filepath.Join(l.root, tmpDir))
+// SweepUploads removes the temporary files of uploads last written before
+// cutoff. Replicas sharing the directory may sweep at the same moment: a
+// file already gone is not an error. A file an upload is still writing is
+// never that old (see SweepAge), whichever replica writes it.
+func (l *Local) SweepUploads(ctx context.Context, cutoff time.Time) (Swept, error) {
+	dir := filepath.Join(l.root, tmpDir)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return Swept{}, fmt.Errorf("list %s: %w", dir, err)
 	}
+	var got Swept
 	for _, e := range entries {
-		// A replica sharing the directory may be writing one of these right
-		// now: only remove what is clearly abandoned (older than a day).
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
-			_ = os.Remove(filepath.Join(l.root, tmpDir, e.Name()))
+		if ctx.Err() != nil {
+			return got, ctx.Err()
 		}
+		info, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			continue // committed or swept meanwhile
+		}
+		if err != nil {
+			return got, err
+		}
+		if !info.Mode().IsRegular() || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		err = os.Remove(filepath.Join(dir, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return got, err
+		}
+		got.Count++
+		got.Bytes += info.Size()
 	}
+	return got, nil
 }
 
 func (l *Local) path(key string) (string, error) {
@@ -79,13 +104,12 @@ func (l *Local) Put(_ context.Context, key string, r io.Reader) (n int64, err er
 			_ = os.Remove(f.Name())
 		}
 	}()
-	// Request bodies arrive in small reads (the multipart reader returns at
-	// most 4 KiB at a time): gather them into large writes.
-	w := bufio.NewWriterSize(f, writeBufferSize)
-	if n, err = w.ReadFrom(r); err != nil {
-		return n, err
-	}
-	if err = w.Flush(); err != nil {
+	// Each read of the body is written as soon as it arrives, never held
+	// back in a buffer: the file's modification time then shows that the
+	// upload is alive, which is what keeps the sweeper off it (SweepAge).
+	// (os.File's ReadFrom did the same behind the bufio.Writer this
+	// replaces; this says so instead of relying on it.)
+	if n, err = io.CopyBuffer(writerOnly{f}, r, make([]byte, copyBufferSize)); err != nil {
 		return n, err
 	}
 	if err = f.Sync(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -139,6 +140,55 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	return s.client.RemoveObject(ctx, s.bucket, s.prefix+key, minio.RemoveObjectOptions{})
+}
+
+// SweepUploads aborts the multipart uploads under the store's prefix that
+// were initiated before cutoff, counting the bytes of the parts they held.
+// Each upload is aborted by its own id, so a fresh upload of the same key
+// (keys are never reused, but still) is left alone; one another replica
+// aborted first answers NoSuchUpload and is skipped.
+func (s *S3) SweepUploads(ctx context.Context, cutoff time.Time) (Swept, error) {
+	var got Swept
+	// The whole bucket is listed and filtered here: MinIO matches a listing
+	// prefix only against whole object names, so "tenant/" would list none.
+	for up := range s.client.ListIncompleteUploads(ctx, s.bucket, "", true) {
+		if up.Err != nil {
+			return got, fmt.Errorf("list incomplete uploads: %w", up.Err)
+		}
+		if !strings.HasPrefix(up.Key, s.prefix) || !up.Initiated.Before(cutoff) {
+			continue
+		}
+		size := s.uploadedBytes(ctx, up.Key, up.UploadID)
+		if err := s.core.AbortMultipartUpload(ctx, s.bucket, up.Key, up.UploadID); err != nil {
+			if minio.ToErrorResponse(err).Code == minio.NoSuchUpload {
+				continue
+			}
+			return got, fmt.Errorf("abort upload of %s: %w", up.Key, err)
+		}
+		got.Count++
+		got.Bytes += size
+	}
+	return got, nil
+}
+
+// uploadedBytes sums the parts of an upload, for the sweeper's log; 0 when
+// they cannot be listed (the abort that follows says whether the store works).
+func (s *S3) uploadedBytes(ctx context.Context, key, uploadID string) int64 {
+	var total int64
+	marker := 0
+	for {
+		res, err := s.core.ListObjectParts(ctx, s.bucket, key, uploadID, marker, 1000)
+		if err != nil {
+			return total
+		}
+		for _, p := range res.ObjectParts {
+			total += p.Size
+		}
+		if !res.IsTruncated || res.NextPartNumberMarker <= marker {
+			return total
+		}
+		marker = res.NextPartNumberMarker
+	}
 }
 
 // Ping checks that the bucket answers.

@@ -44,6 +44,10 @@ type Options struct {
 	Log logrus.FieldLogger
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// SweepInterval is how often RunSweeper looks for abandoned uploads,
+	// SweepAge how old they must be (see SweepAge); the defaults when zero.
+	SweepInterval time.Duration
+	SweepAge      time.Duration
 }
 
 // Service is module.Deps.Files: uploads, reads, archives and resolves files.
@@ -68,6 +72,12 @@ func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
 	}
 	if o.Log == nil {
 		o.Log = logrus.New()
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.SweepAge <= 0 {
+		o.SweepAge = DefaultSweepAge
 	}
 	return &Service{
 		store: store{db: bdb}, db: bdb, blobs: blobs, opts: o,
@@ -107,6 +117,9 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 		URLTTL:   cfg.Files.URLTTL,
 		Signer:   signer,
 		Log:      log,
+		// Abandoned uploads are swept by RunSweeper, which the server runs.
+		SweepInterval: cfg.Files.SweepInterval,
+		SweepAge:      SweepAge(cfg),
 	}), nil
 }
 
@@ -195,6 +208,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	rec.Bucket, rec.Type, rec.Name, rec.OrganisationID, rec.Organisations = u.bucket, u.typ, u.name, u.org, u.orgs
 	rec.Size = size
+	bytesIn.Add(float64(size))
 	rec.Hash = hex.EncodeToString(body.hash.Sum(nil))
 	if err := s.store.insert(ctx, rec); err != nil {
 		return discard(err)
@@ -320,7 +334,7 @@ func (s *Service) Read(ctx context.Context, rec *Record, offset, length int64) (
 	if err != nil {
 		return nil, s.storeError(err)
 	}
-	return rc, nil
+	return countingReadCloser{rc}, nil
 }
 
 // Resolve checks each reference exists, is active and readable by p, and

@@ -16,8 +16,9 @@ import (
 // DefaultMaxListItems caps list bodies (API.md: at most 1000 items).
 const DefaultMaxListItems = 1000
 
-// ReadJSONBody reads the whole (size-limited) JSON body and keeps it for the
-// error echo.
+// ReadJSONBody reads the whole (size-limited) JSON body, keeps it for the
+// error echo and checks it with CheckJSON: nesting beyond MaxJSONDepth and
+// strings that cannot be stored answer 400 before any decoder sees the body.
 func ReadJSONBody(c *gin.Context) ([]byte, error) {
 	ct := c.GetHeader("Content-Type")
 	if ct != "" {
@@ -40,6 +41,9 @@ func ReadJSONBody(c *gin.Context) ([]byte, error) {
 		return nil, apierr.BadRequest("the request body is required")
 	}
 	c.Set(apierr.BodyKey, raw)
+	if err := CheckJSON(raw, ""); err != nil {
+		return nil, err
+	}
 	return raw, nil
 }
 
@@ -50,11 +54,21 @@ func BindJSON(c *gin.Context, dst any) error {
 	if err != nil {
 		return err
 	}
-	return DecodeJSON(raw, "", dst)
+	return decodeJSON(raw, "", dst)
 }
 
-// DecodeJSON decodes raw into dst, reporting type errors under prefix.
+// DecodeJSON checks raw with CheckJSON and decodes it into dst, reporting
+// failures under prefix.
 func DecodeJSON(raw []byte, prefix string, dst any) error {
+	if err := CheckJSON(raw, prefix); err != nil {
+		return err
+	}
+	return decodeJSON(raw, prefix, dst)
+}
+
+// decodeJSON decodes raw that CheckJSON has passed into dst, reporting type
+// errors under prefix.
+func decodeJSON(raw []byte, prefix string, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err, prefix)
@@ -117,24 +131,31 @@ func BindOneOrMany[T any](c *gin.Context, max int) (items []T, isList bool, err 
 	if err != nil {
 		return nil, false, err
 	}
-	return DecodeOneOrMany[T](raw, max)
+	return decodeOneOrMany[T](raw, max)
 }
 
 // DecodeOneOrMany is BindOneOrMany on raw bytes.
 func DecodeOneOrMany[T any](raw []byte, max int) (items []T, isList bool, err error) {
+	if err := CheckJSON(raw, ""); err != nil {
+		return nil, false, err
+	}
+	return decodeOneOrMany[T](raw, max)
+}
+
+func decodeOneOrMany[T any](raw []byte, max int) (items []T, isList bool, err error) {
 	if max <= 0 {
 		max = DefaultMaxListItems
 	}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		var one T
-		if err := DecodeJSON(raw, "", &one); err != nil {
+		if err := decodeJSON(raw, "", &one); err != nil {
 			return nil, false, err
 		}
 		return []T{one}, false, nil
 	}
 	var elems []json.RawMessage
-	if err := DecodeJSON(raw, "", &elems); err != nil {
+	if err := decodeJSON(raw, "", &elems); err != nil {
 		return nil, true, err
 	}
 	var f apierr.Fields
@@ -148,7 +169,7 @@ func DecodeOneOrMany[T any](raw []byte, max int) (items []T, isList bool, err er
 	}
 	items = make([]T, len(elems))
 	for i, e := range elems {
-		if err := DecodeJSON(e, fmt.Sprintf("[%d]", i), &items[i]); err != nil {
+		if err := decodeJSON(e, fmt.Sprintf("[%d]", i), &items[i]); err != nil {
 			if ae, ok := apierr.As(err); ok && ae.Code == apierr.CodeValidation {
 				f.Merge(ae.Validation)
 				continue

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Header names the API sets on every response.
@@ -45,6 +46,9 @@ type Options struct {
 	// Unavailable classifies the dependencies' failures for the error
 	// middleware (503 instead of 500; see apierr.Classifier).
 	Unavailable []apierr.Classifier
+	// Tracing, when set, runs first: the server span of the request (and the
+	// trace context every later middleware and log entry sees).
+	Tracing gin.HandlerFunc
 }
 
 // NewEngine returns a gin engine with the shared middleware in place.
@@ -64,11 +68,15 @@ func NewEngine(o Options) *gin.Engine {
 	}
 	// First, so that a HEAD re-dispatched as GET runs the chain only once.
 	e.Use(headAsGet(e))
+	if o.Tracing != nil {
+		e.Use(o.Tracing)
+	}
 	e.Use(requestID(o.Log, o.Version))
 	e.Use(cors(o.CORSOrigins))
 	e.Use(accessLog(o.Metrics))
 	e.Use(apierr.Middleware(apierr.RenderOptions{Debug: o.Debug, Logger: func(c *gin.Context) logrus.FieldLogger { return Logger(c) }, Unavailable: o.Unavailable}))
 	e.Use(limitJSONBody(o.MaxBodyBytes))
+	e.Use(checkParams())
 	e.NoRoute(func(c *gin.Context) {
 		path := c.Request.URL.Path
 		if len(path) > 1 && strings.HasSuffix(path, "/") {
@@ -139,7 +147,7 @@ func requestID(log *logging.Module, version string) gin.HandlerFunc {
 			c.Header(HeaderAPIVersion, version)
 		}
 		if log != nil {
-			c.Set(loggerKey, log.Component("http").WithField("request_id", id))
+			c.Set(loggerKey, requestEntry(log, c, id))
 		}
 		c.Next()
 	}
@@ -152,9 +160,19 @@ func Scope(log *logging.Module, version string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Header(HeaderAPIVersion, header)
 		c.Set(moduleKey, log.Name())
-		c.Set(loggerKey, log.Component("http").WithField("request_id", RequestID(c)))
+		c.Set(loggerKey, requestEntry(log, c, RequestID(c)))
 		c.Next()
 	}
+}
+
+// requestEntry is the request's logger: its id, and its trace when one is
+// recorded (the logging hook reads trace and span ids from the context).
+func requestEntry(log *logging.Module, c *gin.Context, id string) *logrus.Entry {
+	e := log.Component("http").WithField(logging.RequestIDField, id)
+	if ctx := c.Request.Context(); trace.SpanContextFromContext(ctx).IsValid() {
+		e = e.WithContext(logging.WithRequestID(ctx, id))
+	}
+	return e
 }
 
 // RequestID returns the id of the request.

@@ -33,7 +33,13 @@ func semantics(t *testing.T) (*httptest.Server, *int) {
 	return srv, &bodies
 }
 
-func call(t *testing.T, method, url string) (*http.Response, []byte) {
+// answer is what a call got back (the body read and closed).
+type answer struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func call(t *testing.T, method, url string) (answer, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
@@ -48,10 +54,10 @@ func call(t *testing.T, method, url string) (*http.Response, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res, body
+	return answer{StatusCode: res.StatusCode, Header: res.Header}, body
 }
 
-func errorCode(t *testing.T, res *http.Response, body []byte) string {
+func errorCode(t *testing.T, res answer, body []byte) string {
 	t.Helper()
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("error answered %s, want JSON: %s", ct, body)
@@ -123,7 +129,7 @@ func TestEngine_404_TrailingSlashIsJSONNotARedirect(t *testing.T) {
 	if res.StatusCode != http.StatusNotFound {
 		t.Fatalf("trailing slash: %d %s", res.StatusCode, body)
 	}
-	if got := errorCode(t, res, body); got != "not_found" || !strings.Contains(string(body), "/things/7)") {
+	if got := errorCode(t, answer{StatusCode: res.StatusCode, Header: res.Header}, body); got != "not_found" || !strings.Contains(string(body), "/things/7)") {
 		t.Fatalf("trailing slash: %s", body)
 	}
 }

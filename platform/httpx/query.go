@@ -102,16 +102,15 @@ func (q *Query) Bool(name string, def bool) bool {
 	return b
 }
 
-// Date parses a date (2026-11-21) or an RFC 3339 date-time; end-of-range dates
-// may ask for the end of that day.
+// Date parses a date (2026-11-21) or an RFC 3339 date-time between MinDate
+// and MaxDate; end-of-range dates may ask for the end of that day.
 func (q *Query) Date(name string, endOfDay bool) (time.Time, bool) {
 	s := q.String(name)
 	if s == "" {
 		return time.Time{}, false
 	}
-	t, dateOnly, err := ParseDate(s)
-	if err != nil {
-		q.fields.Add(name, "format", "must be a date (YYYY-MM-DD) or an RFC 3339 date-time", map[string]any{"actual": s})
+	t, dateOnly, ok := CheckDate(&q.fields, name, s)
+	if !ok {
 		return time.Time{}, false
 	}
 	if dateOnly && endOfDay {

@@ -16,6 +16,10 @@ func (q *Query) Since(name string) *time.Time {
 		return nil
 	}
 	t = t.UTC()
+	if !DateInRange(t) {
+		q.fields.Add(name, "range", "must lie between 1900-01-01 and 2200-12-31", map[string]any{"min": "1900-01-01", "max": "2200-12-31", "actual": truncateValue(s)})
+		return nil
+	}
 	return &t
 }
 

@@ -73,6 +73,7 @@ func (r *Registry) Module(name string) *Module {
 	m.logger.SetOutput(r.out)
 	m.logger.SetLevel(r.level)
 	m.logger.SetFormatter(&filteringFormatter{inner: r.newFormatter(), module: m})
+	m.logger.AddHook(contextHook{})
 	r.modules[name] = m
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/ratelimit"
+	"github.com/agritrade/api/platform/telemetry"
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
@@ -68,6 +69,8 @@ type Deps struct {
 	// Cache is the shared cache (memory or Redis per cache.backend); its
 	// removals reach every replica.
 	Cache cache.Cache
+	// Tracing instruments outgoing HTTP calls (Tracing.Transport); nil is off.
+	Tracing *telemetry.Tracing
 	// Events is this replica's hub of live event streams.
 	Events *events.Hub
 	// Imports limits the spreadsheet imports in flight on this replica

@@ -32,8 +32,8 @@ func NewLogChannel(log logrus.FieldLogger) *LogChannel { return &LogChannel{log:
 func (l *LogChannel) Name() string { return "log" }
 
 // Deliver logs the notification: the summary at info, the body (user text) at debug.
-func (l *LogChannel) Deliver(_ context.Context, n Notification) error {
-	e := l.log.WithFields(logrus.Fields{"event_id": n.ID, "event_type": n.Type, "recipients": strings.Join(n.Recipients, ","), "subject": n.Subject})
+func (l *LogChannel) Deliver(ctx context.Context, n Notification) error {
+	e := withContext(l.log, ctx).WithFields(logrus.Fields{"event_id": n.ID, "event_type": n.Type, "recipients": strings.Join(n.Recipients, ","), "subject": n.Subject})
 	e.Info("notification")
 	e.WithField("body", n.Body).Debug("notification body")
 	return nil

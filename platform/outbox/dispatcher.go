@@ -11,9 +11,13 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/telemetry"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Channel delivers notifications somewhere. Deliver must return nil only when
@@ -41,6 +45,9 @@ type Options struct {
 	Owner string
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Tracing makes each delivery a span, child of the enqueuing request's
+	// span; nil is tracing off.
+	Tracing *telemetry.Tracing
 }
 
 // Dispatcher claims due events and delivers them to its channels.
@@ -90,13 +97,15 @@ func NewDispatcher(db *bun.DB, o Options) *Dispatcher {
 // New builds the dispatcher of the binary from the notify.* configuration: the
 // log channel always, the webhook when notify.webhook.url is set, SMTP when
 // notify.smtp.host is set. A channel that is half configured is an error.
-func New(db *bun.DB, cfg config.Notify, log logrus.FieldLogger) (*Dispatcher, error) {
+// tr traces the deliveries and the webhook's HTTP calls (nil: off).
+func New(db *bun.DB, cfg config.Notify, log logrus.FieldLogger, tr *telemetry.Tracing) (*Dispatcher, error) {
 	channels := []Channel{NewLogChannel(log)}
 	if cfg.Webhook.URL != "" {
 		wh, err := NewWebhook(cfg.Webhook.URL, cfg.Webhook.Secret, cfg.Webhook.Timeout)
 		if err != nil {
 			return nil, err
 		}
+		wh.client.Transport = tr.Transport(nil)
 		channels = append(channels, wh)
 	}
 	if cfg.SMTP.Host != "" {
@@ -109,6 +118,7 @@ func New(db *bun.DB, cfg config.Notify, log logrus.FieldLogger) (*Dispatcher, er
 	return NewDispatcher(db, Options{
 		Channels: channels, MaxAttempts: cfg.MaxAttempts, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
 		Lease: cfg.Lease, PollInterval: cfg.PollInterval, Workers: cfg.Workers, Retention: cfg.Retention, Log: log,
+		Tracing: tr,
 	}), nil
 }
 
@@ -170,7 +180,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		if d.o.Retention > 0 && d.o.Now().After(nextPurge) {
 			nextPurge = d.o.Now().Add(time.Hour)
-			if gone, err := purge(ctx, d.db, d.o.Now().UTC().Add(-d.o.Retention)); err != nil {
+			if gone, err := purge(telemetry.Untraced(ctx), d.db, d.o.Now().UTC().Add(-d.o.Retention)); err != nil {
 				log.WithError(err).Warn("outbox purge failed")
 			} else if gone > 0 {
 				log.WithField("purged", gone).Info("delivered outbox events purged")
@@ -191,7 +201,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // RunOnce claims up to Workers due events, delivers them side by side and
 // stores each outcome. It answers how many events it claimed.
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
-	recs, err := claim(ctx, d.db, d.o.Owner, d.o.Now().UTC(), d.o.Lease, d.o.Workers)
+	recs, err := claim(telemetry.Untraced(ctx), d.db, d.o.Owner, d.o.Now().UTC(), d.o.Lease, d.o.Workers)
 	if err != nil {
 		return 0, fmt.Errorf("claim outbox events: %w", err)
 	}
@@ -213,24 +223,41 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 // process delivers one claimed event to the channels it has not reached yet and
 // stores the outcome: delivered, retry later, or dead.
 func (d *Dispatcher) process(ctx context.Context, rec *Record) {
-	log := d.o.Log.WithFields(logrus.Fields{"event_id": rec.ID, "event_type": rec.Type, "attempt": rec.Attempts})
+	var span trace.Span
+	if d.o.Tracing.Enabled() {
+		ctx, span = d.o.Tracing.Tracer().Start(telemetry.Extract(ctx, rec.TraceContext), "outbox deliver",
+			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+				attribute.String("messaging.system", "agritrade.outbox"),
+				attribute.String("messaging.message.id", rec.ID),
+				attribute.String("agritrade.event.type", rec.Type),
+				attribute.Int("agritrade.event.attempt", rec.Attempts)))
+		defer span.End()
+	}
+	log := withContext(d.o.Log, ctx).WithFields(logrus.Fields{"event_id": rec.ID, "event_type": rec.Type, "attempt": rec.Attempts})
 	done := splitDone(rec.DoneChannels)
-	var failures []string
+	var failures, failedChannels []string
 	if rec.Attempts > d.o.MaxAttempts {
 		// Claimed MaxAttempts times without an outcome: the process died during
 		// every attempt. Stop before it takes another replica down.
 		failures = append(failures, "no outcome after the maximum number of claims")
+		failedChannels = append(failedChannels, "claim")
 	} else {
 		n := rec.Notification()
 		for _, ch := range d.o.Channels {
 			if slices.Contains(done, ch.Name()) {
 				continue
 			}
-			if err := ch.Deliver(ctx, n); err != nil {
+			start := time.Now()
+			err := ch.Deliver(ctx, n)
+			deliveryDuration.WithLabelValues(ch.Name()).Observe(time.Since(start).Seconds())
+			if err != nil {
+				deliveriesTotal.WithLabelValues(ch.Name(), "failed").Inc()
+				failedChannels = append(failedChannels, ch.Name())
 				failures = append(failures, ch.Name()+": "+err.Error())
 				log.WithField("channel", ch.Name()).WithError(err).Warn("notification delivery failed")
 				continue
 			}
+			deliveriesTotal.WithLabelValues(ch.Name(), "delivered").Inc()
 			done = append(done, ch.Name())
 		}
 	}
@@ -242,9 +269,15 @@ func (d *Dispatcher) process(ctx context.Context, rec *Record) {
 	case rec.Attempts >= d.o.MaxAttempts:
 		rec.Status, rec.LastError = StatusDead, truncate(strings.Join(failures, "; "), 1000)
 		log.WithField("error", rec.LastError).Error("notification is dead: no more attempts")
+		for _, name := range failedChannels {
+			deadTotal.WithLabelValues(name).Inc()
+		}
 	default:
 		rec.LastError = truncate(strings.Join(failures, "; "), 1000)
 		rec.DueAt = now.Add(d.backoff(rec.Attempts))
+	}
+	if span != nil && len(failures) > 0 {
+		span.SetStatus(codes.Error, truncate(strings.Join(failures, "; "), 200))
 	}
 	ok, err := finish(ctx, d.db, rec, d.o.Owner)
 	switch {
@@ -279,6 +312,15 @@ func Backoff(attempt int, base, max time.Duration, rnd func(n int64) int64) time
 	}
 	half := d / 2
 	return half + time.Duration(rnd(int64(d-half)+1))
+}
+
+// withContext ties the dispatcher's log entries to the delivery's trace (the
+// logging hook reads trace and span ids from an entry's context).
+func withContext(log logrus.FieldLogger, ctx context.Context) logrus.FieldLogger {
+	if e, ok := log.(*logrus.Entry); ok {
+		return e.WithContext(ctx)
+	}
+	return log
 }
 
 func splitDone(s string) []string {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/telemetry"
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 )
@@ -75,6 +76,9 @@ type Record struct {
 	LastError    string     `bun:"last_error,notnull"`
 	CreatedAt    time.Time  `bun:"created_at,notnull"`
 	DeliveredAt  *time.Time `bun:"delivered_at"`
+	// TraceContext is the trace context of the enqueuing request
+	// (telemetry.Inject): the delivery span continues that trace.
+	TraceContext string `bun:"trace_context,notnull"`
 }
 
 // RecipientList decodes the stored recipients.
@@ -126,8 +130,37 @@ func Enqueue(ctx context.Context, idb bun.IDB, e Event) error {
 	if err != nil {
 		return err
 	}
+	rec.TraceContext = telemetry.Inject(ctx)
 	if err := insert(ctx, idb, rec); err != nil {
 		return err
+	}
+	db.AfterCommit(ctx, wakeRunning)
+	return nil
+}
+
+// EnqueueAll writes several events in the caller's transaction in a few
+// multi-row statements (a listing that raises hundreds of alerts), with the
+// same guarantees as Enqueue.
+func EnqueueAll(ctx context.Context, idb bun.IDB, es []Event) error {
+	if len(es) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	recs := make([]*Record, len(es))
+	for i, e := range es {
+		rec, err := newRecord(e, now)
+		if err != nil {
+			return err
+		}
+		rec.TraceContext = telemetry.Inject(ctx)
+		recs[i] = rec
+	}
+	const chunk = 500
+	for start := 0; start < len(recs); start += chunk {
+		part := recs[start:min(start+chunk, len(recs))]
+		if _, err := idb.NewInsert().Model(&part).Exec(ctx); err != nil {
+			return err
+		}
 	}
 	db.AfterCommit(ctx, wakeRunning)
 	return nil

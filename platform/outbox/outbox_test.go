@@ -146,7 +146,7 @@ func TestDeliversToWebhookSMTPAndLog(t *testing.T) {
 		logs := &lockedBuffer{}
 		log := logrus.New()
 		log.SetOutput(logs)
-		d, err := outbox.New(bdb, notifyConfig(recv, mailer), log)
+		d, err := outbox.New(bdb, notifyConfig(recv, mailer), log, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestRetriesOnlyFailedChannelsWithBackoff(t *testing.T) {
 		mailer := outboxtest.NewSMTPServer(t)
 		recv.FailNext(2)   // attempts 1 and 2 fail on the webhook
 		mailer.FailNext(1) // attempt 1 fails on SMTP
-		d, err := outbox.New(bdb, notifyConfig(recv, mailer), quietLog())
+		d, err := outbox.New(bdb, notifyConfig(recv, mailer), quietLog(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestDeadAfterMaxAttempts(t *testing.T) {
 		recv.FailNext(1 << 20)
 		cfg := notifyConfig(recv, outboxtest.NewSMTPServer(t))
 		cfg.MaxAttempts = 3
-		d, err := outbox.New(bdb, cfg, quietLog())
+		d, err := outbox.New(bdb, cfg, quietLog(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,11 +466,11 @@ func TestMisconfiguredChannelsFailAtStart(t *testing.T) {
 	for name, mutate := range cases {
 		n := base
 		mutate(&n)
-		if _, err := outbox.New(bdb, n, quietLog()); err == nil {
+		if _, err := outbox.New(bdb, n, quietLog(), nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if d, err := outbox.New(bdb, base, quietLog()); err != nil || strings.Join(d.Channels(), ",") != "log" {
+	if d, err := outbox.New(bdb, base, quietLog(), nil); err != nil || strings.Join(d.Channels(), ",") != "log" {
 		t.Fatalf("default configuration: %v", err)
 	}
 }

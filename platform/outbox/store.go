@@ -96,3 +96,15 @@ func get(ctx context.Context, idb bun.IDB, id string) (*Record, error) {
 	}
 	return rec, nil
 }
+
+// backlog answers how many events are pending and when the oldest was created.
+func backlog(ctx context.Context, idb bun.IDB) (int64, time.Time, error) {
+	n, err := idb.NewSelect().Model((*Record)(nil)).Where("status = ?", StatusPending).Count(ctx)
+	if err != nil || n == 0 {
+		return n, time.Time{}, err
+	}
+	var oldest Record
+	err = idb.NewSelect().Model(&oldest).Column("created_at").Where("status = ?", StatusPending).
+		OrderExpr("created_at").Limit(1).Scan(ctx)
+	return n, oldest.CreatedAt, err
+}

@@ -86,6 +86,8 @@ func New(cfg *config.Config, rdb *redis.Client) Limiter {
 // lets everything through. When the backend fails the request goes through and
 // the failure is logged: a broken Redis must not take the API down with it.
 func Middleware(l Limiter, scope string) gin.HandlerFunc {
+	allowed, limited, bypassed := decisionsTotal.WithLabelValues(scope, "allowed"),
+		decisionsTotal.WithLabelValues(scope, "limited"), decisionsTotal.WithLabelValues(scope, "bypassed")
 	return func(c *gin.Context) {
 		if l == nil {
 			c.Next()
@@ -94,10 +96,12 @@ func Middleware(l Limiter, scope string) gin.HandlerFunc {
 		ok, wait, err := l.Allow(c.Request.Context(), scope+":"+c.ClientIP())
 		if err != nil {
 			httpx.Logger(c).WithError(err).WithField("scope", scope).Warn("rate limiter unavailable; request allowed")
+			bypassed.Inc()
 			c.Next()
 			return
 		}
 		if !ok {
+			limited.Inc()
 			secs := RetryAfterSeconds(wait)
 			apierr.Render(c, &apierr.Error{
 				Code:       apierr.CodeRateLimited,
@@ -106,6 +110,7 @@ func Middleware(l Limiter, scope string) gin.HandlerFunc {
 			})
 			return
 		}
+		allowed.Inc()
 		c.Next()
 	}
 }

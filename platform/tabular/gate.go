@@ -35,14 +35,17 @@ func (g *Gate) Enter() (release func(), err error) {
 	}
 	select {
 	case g.slots <- struct{}{}:
+		importsInFlight.Inc()
 		done := false
 		return func() {
 			if !done {
 				done = true
 				<-g.slots
+				importsInFlight.Dec()
 			}
 		}, nil
 	default:
+		importsRefused.Inc()
 		return nil, &apierr.Error{
 			Code:       apierr.CodeRateLimited,
 			Message:    "too many imports are running on this server (limit " + strconv.Itoa(cap(g.slots)) + "): retry shortly",

@@ -16,6 +16,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/platform/telemetry"
 	"github.com/uptrace/bun"
 )
 
@@ -38,6 +39,9 @@ type Options struct {
 	Configure func(c *config.Config)
 	// NoValidate turns off OpenAPI validation of responses (raw protocol tests).
 	NoValidate bool
+	// Tracing, when set, replaces the tracing otel.* would open (tests record
+	// spans in memory through it).
+	Tracing *telemetry.Tracing
 }
 
 // NewServer builds the platform over bdb, the modules from build, migrates,
@@ -65,7 +69,7 @@ func NewServer(t testing.TB, bdb *bun.DB, build func(p *app.Platform) []module.M
 	}
 	logs := &bytes.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := app.Open(ctx, cfg, app.Options{DB: bdb, LogOutput: &lockedWriter{w: logs}})
+	p, err := app.Open(ctx, cfg, app.Options{DB: bdb, LogOutput: &lockedWriter{w: logs}, Tracing: o.Tracing})
 	if err != nil {
 		cancel()
 		t.Fatalf("open platform: %v", err)

@@ -3,7 +3,9 @@ package listings
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -103,9 +105,10 @@ type savedInput struct {
 // search's own parser, whose validation[] it answers unchanged.
 func parseSaved(raw []byte) (name string, values url.Values, sr Search, err error) {
 	var in savedInput
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&in); err != nil {
-		return "", nil, Search{}, apierr.BadRequest("the body must be a JSON object with name and query")
+	// The platform's decoder: a wrong type is a field failure, data after
+	// the value (which this once took as a second body) a bad_request.
+	if err := httpx.DecodeJSON(raw, "", &in); err != nil {
+		return "", nil, Search{}, err
 	}
 	var f apierr.Fields
 	if in.Name != nil {
@@ -140,7 +143,7 @@ func parseSaved(raw []byte) (name string, values url.Values, sr Search, err erro
 		f.Add("query", "required", "must hold at least one filter", nil)
 	}
 	// The search's own parser: the same checks and the same validation[].
-	sr, perr := ParseSearch(httpx.NewQuery(&gin.Context{Request: &http.Request{URL: &url.URL{RawQuery: values.Encode()}}}))
+	sr, perr := ParseSearch(queryOf(values))
 	if perr != nil {
 		ae, ok := apierr.As(perr)
 		if !ok || ae.Code != apierr.CodeValidation {
@@ -149,6 +152,12 @@ func parseSaved(raw []byte) (name string, values url.Values, sr Search, err erro
 		f.Merge(ae.Validation)
 	}
 	return name, values, sr, f.Err()
+}
+
+// queryOf reads stored search parameters through the search's own query
+// reader, as if they came in a request.
+func queryOf(values url.Values) *httpx.Query {
+	return httpx.NewQuery(&gin.Context{Request: &http.Request{URL: &url.URL{RawQuery: values.Encode()}}})
 }
 
 // queryValues turns a JSON value of the query into search parameter values.
@@ -349,22 +358,16 @@ func (s *Service) alertNewlyActive(ctx context.Context, tx bun.Tx, l *Listing) (
 	if err := tx.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", l.UserID).Scan(ctx); err != nil {
 		return 0, fmt.Errorf("saved search candidates: %w", err)
 	}
-	alerted := 0
+	var matched []savedSearchRow
 	for start := 0; start < len(cands); start += matchBatch {
 		batch := cands[start:min(start+matchBatch, len(cands))]
-		matched, err := s.matching(ctx, tx, l.ID, batch)
+		m, err := s.matching(ctx, tx, l.ID, batch)
 		if err != nil {
-			return alerted, err
+			return 0, err
 		}
-		for _, c := range matched {
-			n, err := s.alert(ctx, tx, c, l)
-			if err != nil {
-				return alerted, err
-			}
-			alerted += n
-		}
+		matched = append(matched, m...)
 	}
-	return alerted, nil
+	return s.alert(ctx, tx, matched, l)
 }
 
 // matching answers which of the searches the listing matches, in one
@@ -378,7 +381,7 @@ func (s *Service) matching(ctx context.Context, tx bun.Tx, listingID string, can
 		if err != nil {
 			continue
 		}
-		sr, err := ParseSearch(httpx.NewQuery(&gin.Context{Request: &http.Request{URL: &url.URL{RawQuery: values.Encode()}}}))
+		sr, err := ParseSearch(queryOf(values))
 		if err != nil {
 			// Stored searches were valid when saved; one the search no longer
 			// accepts matches nothing rather than failing the listing.
@@ -406,25 +409,45 @@ func (s *Service) matching(ctx context.Context, tx bun.Tx, listingID string, can
 	return out, nil
 }
 
-// alert records one alert unless (search, listing) already had one, with its
-// outbox notification and stream event; it answers 1 when it was new.
-func (s *Service) alert(ctx context.Context, tx bun.Tx, c savedSearchRow, l *Listing) (int, error) {
-	res, err := tx.NewInsert().Model(&alertRow{SearchID: c.ID, ListingID: l.ID, CreatedAt: s.now()}).
-		On("CONFLICT (search_id, listing_id) DO NOTHING").Exec(ctx)
-	if err != nil {
+// alert records one alert per matched search unless (search, listing)
+// already had one, with their outbox notifications and stream events, in a
+// few multi-row statements; it answers how many were new.
+func (s *Service) alert(ctx context.Context, tx bun.Tx, matched []savedSearchRow, l *Listing) (int, error) {
+	if len(matched) == 0 {
+		return 0, nil
+	}
+	now := s.now()
+	rows := make([]alertRow, len(matched))
+	byID := make(map[string]savedSearchRow, len(matched))
+	for i, c := range matched {
+		rows[i] = alertRow{SearchID: c.ID, ListingID: l.ID, CreatedAt: now}
+		byID[c.ID] = c
+	}
+	var fresh []string
+	for start := 0; start < len(rows); start += 500 {
+		part := rows[start:min(start+500, len(rows))]
+		var got []string
+		if err := tx.NewInsert().Model(&part).On("CONFLICT (search_id, listing_id) DO NOTHING").
+			Returning("search_id").Scan(ctx, &got); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+		fresh = append(fresh, got...)
+	}
+	notes := make([]outbox.Event, 0, len(fresh))
+	evs := make([]events.Event, 0, len(fresh))
+	for _, id := range fresh {
+		c := byID[id]
+		data := map[string]any{"savedSearchId": c.ID, "savedSearchName": c.Name, "listingId": l.ID, "kind": l.Kind, "type": l.Type}
+		notes = append(notes, outbox.Event{
+			Type: EventListingAlert, Recipients: []string{c.UserID},
+			Subject: "New listing for your search " + c.Name,
+			Body:    fmt.Sprintf("A new %s listing (%s) matches your saved search %q: %s", l.Kind, l.Type, c.Name, l.ID),
+			Data:    data,
+		})
+		evs = append(evs, events.Event{Type: events.TypeListingAlert, Audiences: []string{events.User(c.UserID)}, Data: data})
+	}
+	if err := outbox.EnqueueAll(ctx, tx, notes); err != nil {
 		return 0, err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return 0, err
-	}
-	data := map[string]any{"savedSearchId": c.ID, "savedSearchName": c.Name, "listingId": l.ID, "kind": l.Kind, "type": l.Type}
-	if err := outbox.Enqueue(ctx, tx, outbox.Event{
-		Type: EventListingAlert, Recipients: []string{c.UserID},
-		Subject: "New listing for your search " + c.Name,
-		Body:    fmt.Sprintf("A new %s listing (%s) matches your saved search %q: %s", l.Kind, l.Type, c.Name, l.ID),
-		Data:    data,
-	}); err != nil {
-		return 0, err
-	}
-	return 1, events.Append(ctx, tx, events.Event{Type: events.TypeListingAlert, Audiences: []string{events.User(c.UserID)}, Data: data})
+	return len(fresh), events.AppendAll(ctx, tx, evs)
 }

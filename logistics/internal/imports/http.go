@@ -39,6 +39,9 @@ func (h *Handler) upload(c *gin.Context) error {
 		return err
 	}
 	defer func() { _ = rows.Close() }() // read to the end or abandoned: nothing to report
+	if err := httpx.CheckTexts(fields); err != nil {
+		return err
+	}
 	p := auth.FromContext(c)
 	def := Defaults{OrganiserID: strings.TrimSpace(fields["organisationId"]), OrganiserName: strings.TrimSpace(fields["organisationName"])}
 	switch {
@@ -51,7 +54,9 @@ func (h *Handler) upload(c *gin.Context) error {
 	case !p.MemberOf(def.OrganiserID):
 		return apierr.Forbidden("you are not a member of organisation %s", def.OrganiserID)
 	}
+	done := tabular.Track("loads")
 	res, err := h.svc.Import(c.Request.Context(), p, rows, def)
+	done(res, err)
 	if err != nil {
 		return err
 	}

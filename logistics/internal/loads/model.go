@@ -495,6 +495,16 @@ func (d *Draft) Validate(f *apierr.Fields) {
 	f.Merge(d.Problems)
 	trim(&d.OrganiserID, &d.OrganiserName, &d.CarrierID, &d.CarrierName, &d.Reference, &d.DeliveryDateISO,
 		&d.TicketNumber, &d.VehicleRegistration, &d.PickupPostcode, &d.DropoffPostcode)
+	// JSON bodies were checked by the binder; import cells arrive here unchecked.
+	for _, t := range []struct{ path, value string }{{orgID, d.OrganiserID}, {orgName, d.OrganiserName},
+		{"carrierId", d.CarrierID}, {"carrierName", d.CarrierName}, {"reference", d.Reference},
+		{deliveryDateName, d.DeliveryDateISO}, {"ticketNumber", d.TicketNumber}, {"vehicleRegistration", d.VehicleRegistration},
+		{"pickupPostcode", d.PickupPostcode}, {"dropoffPostcode", d.DropoffPostcode}} {
+		httpx.CheckText(f, t.path, t.value)
+	}
+	for i, tag := range d.Tags {
+		httpx.CheckText(f, fmt.Sprintf("tags[%d]", i), tag)
+	}
 	if f.Required(orgID, d.OrganiserID) {
 		f.MaxLen(orgID, d.OrganiserID, maxIDLen)
 	}
@@ -509,8 +519,7 @@ func (d *Draft) Validate(f *apierr.Fields) {
 		f.MaxLen("reference", d.Reference, maxReferenceLen)
 	}
 	if f.Required(deliveryDateName, d.DeliveryDateISO) {
-		t, dateOnly, err := httpx.ParseDate(d.DeliveryDateISO)
-		if f.Check(err == nil, deliveryDateName, "format", "must be a date (YYYY-MM-DD) or an RFC 3339 date-time") {
+		if t, dateOnly, ok := httpx.CheckDate(f, deliveryDateName, d.DeliveryDateISO); ok {
 			d.deliveryDate = t
 			// Store a canonical form: the date as given, or the instant in UTC.
 			if dateOnly {

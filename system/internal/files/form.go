@@ -10,6 +10,7 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/httpx"
 )
 
 // Limits of the multipart form around the file.
@@ -109,6 +110,9 @@ func (f *form) read(part *multipart.Part) error {
 			return nil
 		}
 		return partError(err)
+	}
+	if !httpx.CheckText(&f.fields, httpx.Printable(name), name) || !httpx.CheckText(&f.fields, name, value) {
+		return nil
 	}
 	if f.seen[name] && name != "organisations" {
 		f.fields.Add(name, "duplicate", "is given more than once", nil)

@@ -334,7 +334,7 @@ func TestThreeWordAdapterBadKey(t *testing.T) {
 func TestUnknownProvider(t *testing.T) {
 	cfg := config.Default()
 	cfg.Locations.Provider = "carrier-pigeon"
-	if _, err := locations.NewService(cfg, testkit.DB(t, testkit.SQLite), nil); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
+	if _, err := locations.NewService(cfg, testkit.DB(t, testkit.SQLite), nil, nil); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
 		t.Fatalf("err %v, want the bad provider named", err)
 	}
 }

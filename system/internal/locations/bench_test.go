@@ -196,7 +196,7 @@ func BenchmarkGazetteer(b *testing.B) {
 				c.RateLimit.PerMinute = 0
 				c.Log.Level = "warn"
 			}})
-			svc, err := locations.NewService(s.Config, bdb, logrus.NewEntry(logrus.StandardLogger()))
+			svc, err := locations.NewService(s.Config, bdb, logrus.NewEntry(logrus.StandardLogger()), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

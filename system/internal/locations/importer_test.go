@@ -52,7 +52,7 @@ func generatedPlaces(n int) (string, int) {
 func importer(t *testing.T, db *bun.DB) (*locations.Service, *testkit.Server) {
 	t.Helper()
 	s := newServer(t, db)
-	svc, err := locations.NewService(s.Config, db, logrus.NewEntry(logrus.StandardLogger()))
+	svc, err := locations.NewService(s.Config, db, logrus.NewEntry(logrus.StandardLogger()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

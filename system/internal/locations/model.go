@@ -147,6 +147,11 @@ func newFold() transform.Transformer {
 // the only form stored in and compared with the name_norm columns: letters,
 // digits and single spaces, nothing a prefix range or a wildcard could trip on.
 func Normalize(s string) string {
+	// Bytes that are not UTF-8 separate words like any other non-letter. They
+	// are replaced before folding: the fold's transformers fail on them, which
+	// left accents in ("\xf7ǽ" gave "ǽ", whose own form is "æ"). Lower case
+	// comes first too, since lowering may add accents (İ → i̇) for the fold to remove.
+	s = strings.ToLower(strings.ToValidUTF8(s, " "))
 	if folded, _, err := transform.String(newFold(), s); err == nil {
 		s = folded
 	}

@@ -69,7 +69,7 @@ func TestSeedIsIdempotent(t *testing.T) {
 		if _, err := db.MigrateUp(context.Background(), bdb, "system", sets); err != nil {
 			t.Fatal(err)
 		}
-		svc, err := NewService(cfg, bdb, logrus.NewEntry(logrus.StandardLogger()))
+		svc, err := NewService(cfg, bdb, logrus.NewEntry(logrus.StandardLogger()), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package locations
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -36,13 +37,15 @@ type Service struct {
 
 // NewService builds the service from the configuration: locations.provider
 // picks the primary provider, locations.three_word_key turns the three-word
-// service on.
-func NewService(cfg *config.Config, bdb *bun.DB, log logrus.FieldLogger) (*Service, error) {
+// service on. transport carries the calls to outside services (nil: the
+// default; the platform passes its tracing transport).
+func NewService(cfg *config.Config, bdb *bun.DB, log logrus.FieldLogger, transport http.RoundTripper) (*Service, error) {
 	lc := cfg.Locations
 	store := NewStore(bdb)
 	gaz := NewGazetteer(store, lc.MaxDistanceKm)
 	s := &Service{store: store, primary: gaz, bySource: map[string]Provider{gaz.Source(): gaz}, words: gaz, log: log}
 	client := newOutside(lc, cfg.BaseURL)
+	client.client.Transport = transport
 	switch strings.ToLower(strings.TrimSpace(lc.Provider)) {
 	case "", ProviderGazetteer:
 	case ProviderNominatim:

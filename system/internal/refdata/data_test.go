@@ -106,3 +106,18 @@ func TestNewVarietyRow(t *testing.T) {
 		t.Fatalf("%v", problems)
 	}
 }
+
+// Import cells that cannot be stored refuse their row, naming the column.
+func TestNewVarietyRow_RefusesCellsThatCannotBeStored(t *testing.T) {
+	for _, tc := range []struct{ id, typ, grade, variety, want string }{
+		{"1", "Milling", "Group 1", "Sky\x00fall", "variety must not contain NUL characters (U+0000)"},
+		{"1", "Milling", "Group 1", "Sky\xfffall", "variety must be valid UTF-8 text"},
+		{"1", "Mill\xc3", "Group 1", "Skyfall", "type must be valid UTF-8 text"},
+		{"1\x00", "Milling", "Group 1", "Skyfall", "commodityId must not contain NUL characters (U+0000)"},
+	} {
+		r, problems := NewVarietyRow(2, tc.id, tc.typ, tc.grade, tc.variety)
+		if len(problems) != 1 || problems[0] != tc.want || r.Variety != "" {
+			t.Errorf("%q: %+v %q, want %q", tc, r, problems, tc.want)
+		}
+	}
+}

@@ -119,7 +119,9 @@ func (h *Handler) importVarieties(c *gin.Context) error {
 		return err
 	}
 	defer func() { _ = r.Close() }() // removes a spooled XLSX; nothing to report
+	done := tabular.Track("varieties")
 	res, err := h.svc.ImportVarieties(c.Request.Context(), auth.FromContext(c), r)
+	done(res, err)
 	if err != nil {
 		return err
 	}

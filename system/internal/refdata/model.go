@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agritrade/api/platform/httpx"
 )
 
 // WeightUnit is the weight object without a value: a unit and its factor to kilograms.
@@ -249,6 +251,15 @@ type VarietyRow struct {
 // every problem found, as messages for the row's result.
 func NewVarietyRow(line int, commodityID, typ, grade, variety string) (VarietyRow, []string) {
 	var problems []string
+	for _, c := range []struct{ name, value string }{{"commodityId", commodityID}, {"type", typ}, {"grade", grade}, {"variety", variety}} {
+		if code, msg := httpx.TextProblem(c.value); code != "" {
+			// Cells that cannot be stored go no further: the row is refused whole.
+			problems = append(problems, c.name+" "+msg)
+		}
+	}
+	if len(problems) > 0 {
+		return VarietyRow{Line: line, Type: strings.ToValidUTF8(typ, "\uFFFD"), Grade: strings.ToValidUTF8(grade, "\uFFFD")}, problems
+	}
 	r := VarietyRow{Line: line, Type: typ, Grade: grade, Variety: variety}
 	switch id, err := strconv.Atoi(commodityID); {
 	case commodityID == "":

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/httpx"
 	"golang.org/x/net/idna"
 )
 
@@ -370,8 +371,13 @@ func ReferrerHost(referer string) string {
 		return ""
 	}
 	h := strings.ToLower(u.Hostname())
+	// A header is not checked text: a host that is not UTF-8 (or that the cut
+	// below would split) cannot be stored, and a visit is not refused for it.
 	if len(h) > 253 {
 		h = h[:253]
+	}
+	if code, _ := httpx.TextProblem(h); code != "" {
+		return ""
 	}
 	return h
 }

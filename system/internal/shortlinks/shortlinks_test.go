@@ -221,10 +221,20 @@ func TestAbuseIsRefused(t *testing.T) {
 		}
 		scenarios = append(scenarios,
 			testkit.Scenario{Name: "create400everyField", Status: 400, Code: "validation_failed",
-				Req: testkit.Request{Method: http.MethodPost, Path: "/system/v1/short-urls", JSON: map[string]any{"template": "nope", "url": "javascript:x", "source": strings.Repeat("s", 101), "campaign": "a\x00b"}},
+				Req: testkit.Request{Method: http.MethodPost, Path: "/system/v1/short-urls", JSON: map[string]any{"template": "nope", "url": "javascript:x", "source": strings.Repeat("s", 101), "campaign": "a\tb"}},
 				Check: func(t *testing.T, r *testkit.Response) {
 					if got := strings.Join(r.Error(t).Paths(), ","); got != "template,source,campaign,url" {
 						t.Fatalf("paths %s", got)
+					}
+				}},
+			// Text that cannot be stored is refused by the binder, before the
+			// feature sees the body: only it is named.
+			testkit.Scenario{Name: "create400NULInCampaign", Status: 400, Code: "validation_failed",
+				Req: testkit.Request{Method: http.MethodPost, Path: "/system/v1/short-urls", JSON: map[string]any{"template": "nope", "url": "javascript:x", "campaign": "a\x00b"}},
+				Check: func(t *testing.T, r *testkit.Response) {
+					v := r.Error(t).Validation
+					if len(v) != 1 || v[0].Path != "campaign" || v[0].Code != "nul_character" {
+						t.Fatalf("validation %+v", v)
 					}
 				}},
 			testkit.Scenario{Name: "create400missing", Status: 400, Code: "validation_failed",
@@ -331,6 +341,8 @@ func TestClassifyAgentAndReferrer(t *testing.T) {
 		"javascript:alert(1)":                  "",
 		"not a url at all":                     "",
 		"":                                     "",
+		"http://\xff\xfe.example/":             "\ufffd\ufffd.example", // lowering replaces bytes that are not UTF-8
+		"http://" + strings.Repeat("é", 200):   "",
 	} {
 		if got := shortlinks.ReferrerHost(ref); got != want {
 			t.Errorf("%q: %q, want %q", ref, got, want)

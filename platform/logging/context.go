@@ -1,0 +1,53 @@
+package logging
+
+import (
+	"context"
+
+	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Fields the context hook adds to entries logged with a context.
+const (
+	TraceIDField   = "trace_id"
+	SpanIDField    = "span_id"
+	RequestIDField = "request_id"
+)
+
+type requestIDKey struct{}
+
+// WithRequestID answers ctx carrying the request id, for the log entries of
+// work the request starts that logs with this context.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID answers the request id ctx carries, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// contextHook ties an entry to its trace: an entry logged with a context
+// (entry.WithContext) gets the trace and span ids of the span in it and the
+// request id it carries. Hooks only fire for entries that are written, so
+// entries below the level cost nothing here.
+type contextHook struct{}
+
+func (contextHook) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (contextHook) Fire(e *logrus.Entry) error {
+	if e.Context == nil {
+		return nil
+	}
+	if sc := trace.SpanContextFromContext(e.Context); sc.IsValid() {
+		e.Data[TraceIDField] = sc.TraceID().String()
+		e.Data[SpanIDField] = sc.SpanID().String()
+	}
+	if _, ok := e.Data[RequestIDField]; !ok {
+		if id := RequestID(e.Context); id != "" {
+			e.Data[RequestIDField] = id
+		}
+	}
+	return nil
+}

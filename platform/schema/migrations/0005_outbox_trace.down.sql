@@ -1,0 +1,1 @@
+ALTER TABLE platform_outbox DROP COLUMN trace_context;

@@ -1,0 +1,151 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/telemetry"
+	"github.com/agritrade/api/platform/telemetry/otlptest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+func clearOtelEnv(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+}
+
+// TestOffWithoutEndpoint: no endpoint, no tracing, and every instrumentation
+// hands back what it was given.
+func TestOffWithoutEndpoint(t *testing.T) {
+	clearOtelEnv(t)
+	tr, err := telemetry.Open(context.Background(), config.Otel{}, "1.0.0")
+	if err != nil || tr != nil || tr.Enabled() {
+		t.Fatalf("Open without endpoint: %v %v", tr, err)
+	}
+	if tr.Gin() != nil {
+		t.Error("a gin middleware while off")
+	}
+	base := &http.Transport{}
+	if got := tr.Transport(base); got != base {
+		t.Error("the transport was wrapped while off")
+	}
+	if tr.Transport(nil) != nil {
+		t.Error("a nil transport (the default) was replaced while off")
+	}
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestExportsOverOTLPHTTP: with otel.endpoint (or the standard variable) the
+// spans reach a real OTLP/HTTP receiver as protobuf, with the service name.
+func TestExportsOverOTLPHTTP(t *testing.T) {
+	for _, how := range []string{"config", "env"} {
+		t.Run(how, func(t *testing.T) {
+			clearOtelEnv(t)
+			recv := otlptest.Start(t)
+			cfg := config.Otel{ServiceName: "agritrade-" + how}
+			if how == "config" {
+				cfg.Endpoint = recv.URL
+			} else {
+				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+			}
+			tr, err := telemetry.Open(context.Background(), cfg, "9.9.9")
+			if err != nil || !tr.Enabled() {
+				t.Fatalf("Open: %v %v", tr, err)
+			}
+			_, span := tr.Tracer().Start(context.Background(), "unit of work", trace.WithSpanKind(trace.SpanKindInternal))
+			want := span.SpanContext()
+			span.End()
+			if err := tr.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := recv.WaitFor("unit of work", 5*time.Second)
+			if !ok {
+				t.Fatalf("the receiver got no span; rejected %v", recv.Rejected())
+			}
+			if hex.EncodeToString(got.GetTraceId()) != want.TraceID().String() || hex.EncodeToString(got.GetSpanId()) != want.SpanID().String() {
+				t.Errorf("received span %x/%x, want %s/%s", got.GetTraceId(), got.GetSpanId(), want.TraceID(), want.SpanID())
+			}
+			if got.Service != cfg.ServiceName {
+				t.Errorf("service.name %q, want %q", got.Service, cfg.ServiceName)
+			}
+		})
+	}
+}
+
+func TestBadEndpointIsRefused(t *testing.T) {
+	clearOtelEnv(t)
+	if _, err := telemetry.Open(context.Background(), config.Otel{Endpoint: "collector:4318"}, "1"); err == nil {
+		t.Fatal("an endpoint without a scheme was accepted")
+	}
+}
+
+// TestInjectExtractRoundTrip: what Inject stores, Extract turns back into the
+// parent of the next span; nothing is stored without a span.
+func TestInjectExtractRoundTrip(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	tr := telemetry.New(tp, "t")
+	if got := telemetry.Inject(context.Background()); got != "" {
+		t.Fatalf("Inject without a span: %q", got)
+	}
+	ctx, parent := tr.Tracer().Start(context.Background(), "request")
+	stored := telemetry.Inject(ctx)
+	parent.End()
+	_, child := tr.Tracer().Start(telemetry.Extract(context.Background(), stored), "delivery")
+	child.End()
+	snap := spans.GetSpans().Snapshots()
+	if len(snap) != 2 || snap[1].Parent().SpanID() != parent.SpanContext().SpanID() || snap[1].SpanContext().TraceID() != parent.SpanContext().TraceID() {
+		t.Fatalf("stored %q: spans %+v", stored, snap)
+	}
+}
+
+// TestUntracedRecordsNothing: spans started under Untraced are not sampled.
+func TestUntracedRecordsNothing(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tr := telemetry.New(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)), "t")
+	_, s := tr.Tracer().Start(telemetry.Untraced(context.Background()), "poll")
+	s.End()
+	if n := len(spans.GetSpans()); n != 0 || s.IsRecording() {
+		t.Fatalf("%d spans recorded under Untraced", n)
+	}
+}
+
+// TestTransportCarriesTraceparent: an outgoing call through the transport is
+// a client span and the server sees its traceparent.
+func TestTransportCarriesTraceparent(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tr := telemetry.New(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)), "t")
+	seen := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen <- r.Header.Get("traceparent") }))
+	defer srv.Close()
+	ctx, parent := tr.Tracer().Start(context.Background(), "caller")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	res, err := (&http.Client{Transport: tr.Transport(nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	parent.End()
+	got := <-seen
+	var client sdktrace.ReadOnlySpan
+	for _, s := range spans.GetSpans().Snapshots() {
+		if s.SpanKind() == trace.SpanKindClient {
+			client = s
+		}
+	}
+	if client == nil || client.Parent().SpanID() != parent.SpanContext().SpanID() {
+		t.Fatalf("no client span under the caller: %v", spans.GetSpans())
+	}
+	if want := "00-" + client.SpanContext().TraceID().String() + "-" + client.SpanContext().SpanID().String() + "-01"; got != want {
+		t.Fatalf("traceparent %q, want %q", got, want)
+	}
+}
