@@ -18,7 +18,7 @@ TEST_FLAGS ?= -count=1 -timeout 20m
 
 # The per-module pattern targets (test-%, bench-%, version-%) must not be
 # .PHONY: make skips pattern rules for phony targets and would do nothing.
-.PHONY: run demo test client-test build lint tidy-check fmt vet bench fuzz release-check token tidy clean help
+.PHONY: run demo test client-test build lint golangci tidy-check fmt vet bench fuzz release-check token tidy clean help
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z%_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -68,11 +68,15 @@ fmt: ## format every Go file
 vet: ## go vet every module
 	$(GO) vet $(PKGS)
 
-lint: vet ## gofmt check, go vet, and golangci-lint when installed
+lint: vet golangci ## gofmt check, go vet, and golangci-lint (with gosec) when installed
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@if command -v golangci-lint >/dev/null 2>&1; then \
-		for m in $(MODULES); do (cd $$m && golangci-lint run ./...) || exit 1; done; \
-	else echo "golangci-lint not installed: go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0"; fi
+
+GOLANGCI ?= $(shell command -v golangci-lint 2>/dev/null || echo $$(go env GOPATH)/bin/golangci-lint)
+
+golangci: ## golangci-lint (gosec, errorlint, bodyclose, revive...) over every module
+	@if [ -x "$(GOLANGCI)" ]; then \
+		for m in $(MODULES); do echo "golangci-lint $$m"; (cd $$m && $(GOLANGCI) run ./...) || exit 1; done; \
+	else echo "golangci-lint not installed: go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0"; exit 1; fi
 
 bench: ## run the Go benchmarks, then the scripts under bench/
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

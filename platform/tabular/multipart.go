@@ -125,7 +125,7 @@ func spoolPart(part io.Reader, o Options) (*os.File, error) {
 
 func removeSpool(f *os.File) {
 	_ = f.Close()
-	_ = os.Remove(f.Name())
+	_ = os.Remove(f.Name()) //nolint:gosec // the name os.CreateTemp chose, not client input
 }
 
 // spoolCloser removes the spool when the import's Reader is closed.
