@@ -918,8 +918,8 @@ export interface paths {
          *     anything else answers 415, a file without a header row or without the four columns 400, a malformed CSV 400,
          *     more than 50 000 rows or a file over the upload limit 413; in all these cases nothing changes. A successful
          *     import clears the cached reference data on every replica. Varieties are shared reference data:
-         *     `organisationId` and `organisationName` are accepted and ignored. Send the form fields before the file part
-         *     (the upload is streamed).
+         *     `organisationId` and `organisationName` are accepted and ignored. Form fields and the file part may come in
+         *     any order (the file is spooled to disk within the upload limit, then read).
          *     Bounds (whatever the file holds, an import costs at most a few tens of MiB): the upload limit
          *     (`files.max_upload_mb`); a CSV record or XLSX row at most 1 MiB and 1000 cells, a cell at most 1 KiB; an XLSX
          *     part at most 256 MiB unpacked and packed at most 100 times (zip bombs), shared strings at most 500 000 and 8
@@ -1193,12 +1193,12 @@ export interface paths {
          *     caller's file and creates nothing that belongs to them.
          *     Answers the file record with status `active`; `info.url` and `info.urlStream` carry a signed, expiring token.
          *
-         *     Part order: the text fields (`bucket`, `type`, `name`, `organisationId`, `organisations`) may come in any
-         *     order, but all of them before the `file` part, which must be the last part: the file is streamed to the
-         *     store as it arrives, so the fields have to be known by then. A field after the file part fails the upload
-         *     (400 `validation_failed`, code `order` at that field) and nothing is stored. Text fields are limited to
-         *     8 KiB each; `organisations` may also be repeated. An empty file answers 400; an aborted or refused upload
-         *     leaves neither bytes nor a record.
+         *     Part order: the text fields (`bucket`, `type`, `name`, `organisationId`, `organisations`) and the `file`
+         *     part come in any order. The file is streamed to the store as it arrives: fields sent before it are checked
+         *     first (a wrong value fails before any byte is stored, which saves a phone the upload); fields sent after it
+         *     are checked once its bytes are in, and a refusal then removes them. A second `file` part answers 400. Text
+         *     fields are limited to 8 KiB each; `organisations` may also be repeated. An empty file answers 400; an
+         *     aborted or refused upload leaves neither bytes nor a record.
          */
         post: operations["uploadFile"];
         delete?: never;
