@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -97,5 +98,26 @@ func TestSQLiteIsWAL(t *testing.T) {
 	var timeout int
 	if err := bdb.QueryRowContext(context.Background(), "PRAGMA busy_timeout").Scan(&timeout); err != nil || timeout < 1000 {
 		t.Fatalf("busy timeout %d (%v)", timeout, err)
+	}
+}
+
+// TestSQLMigrations_RefusesTwoMigrationsWithOneNumber: two features that
+// picked the same number would share one record and one would never run.
+func TestSQLMigrations_RefusesTwoMigrationsWithOneNumber(t *testing.T) {
+	_, err := db.SQLMigrations(fstest.MapFS{
+		"0004_events.up.sql":         {Data: []byte("CREATE TABLE events (id INT);\n")},
+		"0004_outbox_trace.up.sql":   {Data: []byte("ALTER TABLE outbox ADD COLUMN trace TEXT;\n")},
+		"0003_earlier.pg.up.sql":     {Data: []byte("SELECT 1;\n")},
+		"0003_earlier.sqlite.up.sql": {Data: []byte("SELECT 1;\n")},
+	})
+	if err == nil || !strings.Contains(err.Error(), "0004") || !strings.Contains(err.Error(), "events") || !strings.Contains(err.Error(), "outbox_trace") {
+		t.Fatalf("duplicate numbers: %v", err)
+	}
+	// One migration in two dialects is one migration, not a duplicate.
+	if _, err := db.SQLMigrations(fstest.MapFS{
+		"0003_earlier.pg.up.sql":     {Data: []byte("SELECT 1;\n")},
+		"0003_earlier.sqlite.up.sql": {Data: []byte("SELECT 1;\n")},
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -45,6 +45,10 @@ func SQLMigrations(fsys fs.FS) (*migrate.Migrations, error) {
 		if p == nil {
 			p = &sqlPair{name: name, up: map[string]string{}, down: map[string]string{}}
 			pairs[version] = p
+		} else if p.name != name {
+			// Two features that picked the same number would otherwise share
+			// one record and one of them would silently never run.
+			return nil, fmt.Errorf("two migrations are numbered %s (%s and %s): renumber one", version, p.name, name)
 		}
 		b, err := fs.ReadFile(fsys, path.Clean(e.Name()))
 		if err != nil {
