@@ -98,6 +98,7 @@ func FromRequest(req *http.Request, field string, o Options) (_ Reader, _ map[st
 		f.Add(field, "required", "is required: attach the file as the "+field+" part", nil)
 		return nil, fields, f.Err()
 	}
+	o.spool = spool
 	r, err := OpenWith(spool, filename, o)
 	if err != nil {
 		return nil, fields, err

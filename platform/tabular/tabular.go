@@ -72,6 +72,8 @@ type Options struct {
 	MaxSharedStringBytes int
 	// TempDir holds the spooled XLSX; the system's temporary directory when empty.
 	TempDir string
+	// spool is the file part FromRequest has already written to disk.
+	spool *os.File
 	// Gate, when set, limits the imports in flight: FromRequest takes a slot
 	// before reading the body (429 when none is free) and Close gives it back.
 	Gate *Gate

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -459,5 +460,44 @@ func TestZipBomb(t *testing.T) {
 	wantCode(t, err, apierr.CodePayloadTooLarge)
 	if !strings.Contains(err.Error(), "over the limit of 1048576") {
 		t.Fatalf("message %v", err)
+	}
+}
+
+// TestFromRequest_XLSXSpooledOnce: an XLSX import is written to disk once (the
+// spool that lets fields follow the file), read from there, and gone once the
+// Reader is closed; fields after the file are read.
+func TestFromRequest_XLSXSpooledOnce(t *testing.T) {
+	data := workbook(t, map[int][]any{1: {"commodityId", "variety"}, 2: {1, "Crusoe"}})
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	fw, err := w.CreateFormFile("file", "v.xlsx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write(data)
+	_ = w.WriteField("organisationId", "O1")
+	_ = w.Close()
+	req := httptest.NewRequest(http.MethodPost, "/import", &body)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	dir := t.TempDir()
+	r, fields, err := tabular.FromRequest(req, "file", tabular.Options{TempDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fields["organisationId"] != "O1" {
+		t.Fatalf("fields after the file: %v", fields)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 1 {
+		t.Fatalf("%d files spooled, want 1", len(files))
+	}
+	cells, _, err := r.Next()
+	if err != nil || len(cells) != 2 || cells[1] != "Crusoe" {
+		t.Fatalf("row %v %v", cells, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Fatalf("%d files left after Close", len(files))
 	}
 }

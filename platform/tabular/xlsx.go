@@ -58,35 +58,48 @@ const (
 
 // xlsxSource streams the first sheet of a workbook spooled to a temporary file.
 type xlsxSource struct {
-	path  string
-	file  *os.File
-	o     Options
-	name  string
-	sheet io.ReadCloser
-	dec   *xml.Decoder
-	sst   *sharedStrings
-	depth int
-	line  int // the row number last returned
+	path string
+	file *os.File
+	// borrowed: file is FromRequest's spool, closed and removed by its owner.
+	borrowed bool
+	o        Options
+	name     string
+	sheet    io.ReadCloser
+	dec      *xml.Decoder
+	sst      *sharedStrings
+	depth    int
+	line     int // the row number last returned
 }
 
 // openXLSX spools the upload, checks it is an Office Open XML workbook, reads
 // its shared strings and opens its first sheet as a token stream.
 func openXLSX(r io.Reader, filename string, o Options) (src rowSource, err error) {
-	tmp, err := os.CreateTemp(o.TempDir, "agritrade-import-*.xlsx")
-	if err != nil {
-		return nil, apierr.Internal(fmt.Errorf("spool xlsx: %w", err))
-	}
-	s := &xlsxSource{path: tmp.Name(), file: tmp, o: o, name: displayName(filename)}
+	s := &xlsxSource{o: o, name: displayName(filename)}
 	defer func() {
 		if err != nil {
 			_ = s.close()
 		}
 	}()
-	size, err := io.Copy(tmp, r)
-	if err != nil {
-		return nil, readError(err)
+	var size int64
+	if o.spool != nil {
+		// FromRequest has spooled the file part already (within MaxBytes):
+		// read the zip from there rather than copy it to disk a second time.
+		st, serr := o.spool.Stat()
+		if serr != nil {
+			return nil, apierr.Internal(fmt.Errorf("stat the import spool: %w", serr))
+		}
+		s.file, s.borrowed, size = o.spool, true, st.Size()
+	} else {
+		tmp, terr := os.CreateTemp(o.TempDir, "agritrade-import-*.xlsx")
+		if terr != nil {
+			return nil, apierr.Internal(fmt.Errorf("spool xlsx: %w", terr))
+		}
+		s.path, s.file = tmp.Name(), tmp
+		if size, err = io.Copy(tmp, r); err != nil {
+			return nil, readError(err)
+		}
 	}
-	zr, err := zip.NewReader(tmp, size)
+	zr, err := zip.NewReader(s.file, size)
 	if err != nil {
 		return nil, unsupported("the file %s starts like a zip archive but is not a readable XLSX workbook", s.name)
 	}
@@ -463,10 +476,10 @@ func (s *xlsxSource) close() error {
 		errs = append(errs, s.sheet.Close())
 		s.sheet = nil
 	}
-	if s.file != nil {
+	if s.file != nil && !s.borrowed {
 		errs = append(errs, s.file.Close())
-		s.file = nil
 	}
+	s.file = nil
 	if s.path != "" {
 		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
