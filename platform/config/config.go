@@ -35,7 +35,9 @@ type Config struct {
 	Otel      Otel      `mapstructure:"otel"`
 	Events    Events    `mapstructure:"events"`
 	Imports   Imports   `mapstructure:"imports"`
-	Debug     bool      `mapstructure:"debug"`
+	// Idempotency keeps the answers of writes sent with Idempotency-Key.
+	Idempotency Idempotency `mapstructure:"idempotency"`
+	Debug       bool        `mapstructure:"debug"`
 }
 
 // Otel configures OpenTelemetry tracing: off unless an OTLP/HTTP endpoint is
@@ -65,6 +67,19 @@ type Imports struct {
 	// MaxInFlight is how many imports one replica runs at once; more answer
 	// 429 with Retry-After. 0 or less: no limit.
 	MaxInFlight int `mapstructure:"max_in_flight"`
+}
+
+// Idempotency configures the Idempotency-Key of authenticated writes
+// (platform/idempotency).
+type Idempotency struct {
+	// TTL is how long an answer is kept and replayed.
+	TTL time.Duration `mapstructure:"ttl"`
+	// Lease is how long a request may hold its key without a sign of life
+	// (it renews the lease while it runs): a key whose replica died mid-way
+	// is taken over by a retry once the lease has passed.
+	Lease time.Duration `mapstructure:"lease"`
+	// PurgeInterval is how often each replica deletes the answers older than TTL.
+	PurgeInterval time.Duration `mapstructure:"purge_interval"`
 }
 
 // HTTP configures the listener and request limits.
@@ -390,6 +405,9 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("otel.endpoint", "")
 	v.SetDefault("otel.service_name", "agritrade")
+	v.SetDefault("idempotency.ttl", 24*time.Hour)
+	v.SetDefault("idempotency.lease", time.Minute)
+	v.SetDefault("idempotency.purge_interval", 10*time.Minute)
 	v.SetDefault("events.retention", 24*time.Hour)
 	v.SetDefault("events.heartbeat", 25*time.Second)
 	v.SetDefault("events.max_per_user", 8)
