@@ -219,6 +219,10 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
 	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
 	s.goRun(ctx, wg, "events", s.P.Events.Run)
+	if addr := s.P.Config.HTTP.PprofAddr; addr != "" {
+		s.P.Log.Component("runner").WithField("addr", addr).Warn("runtime profiles served on http.pprof_addr (/debug/pprof/)")
+		s.goRun(ctx, wg, "pprof", func(ctx context.Context) error { return servePprof(ctx, addr) })
+	}
 	if s.P.Files != nil {
 		// Removes the bytes of uploads abandoned half-way (files.sweep_interval).
 		s.goRun(ctx, wg, "files", s.P.Files.RunSweeper)
