@@ -59,7 +59,7 @@ type Platform struct {
 	Imports *tabular.Gate
 	// Idempotency keeps the answers of writes sent with Idempotency-Key.
 	Idempotency *idempotency.Keeper
-	closers []func() error
+	closers     []func() error
 }
 
 // Options tune Open.

@@ -224,6 +224,10 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.goRun(ctx, wg, "events", s.P.Events.Run)
 	// Deletes the kept answers older than idempotency.ttl.
 	s.goRun(ctx, wg, "idempotency", s.P.Idempotency.Run)
+	if addr := s.P.Config.HTTP.PprofAddr; addr != "" {
+		s.P.Log.Component("runner").WithField("addr", addr).Warn("runtime profiles served on http.pprof_addr (/debug/pprof/)")
+		s.goRun(ctx, wg, "pprof", func(ctx context.Context) error { return servePprof(ctx, addr) })
+	}
 	if s.P.Files != nil {
 		// Removes the bytes of uploads abandoned half-way (files.sweep_interval).
 		s.goRun(ctx, wg, "files", s.P.Files.RunSweeper)

@@ -105,6 +105,10 @@ type HTTP struct {
 	// MaxConns caps the connections open at once; more wait in the listen
 	// backlog. 0 or less: no cap.
 	MaxConns int `mapstructure:"max_conns"`
+	// PprofAddr, when set, serves Go's runtime profiles (/debug/pprof/) on a
+	// listener of their own, never on Addr: profiles show internals, so bind
+	// it to loopback or a private network. Empty (the default): off.
+	PprofAddr string `mapstructure:"pprof_addr"`
 }
 
 // DB selects the database: a postgres:// DSN, or SQLite (empty or sqlite: DSN).
@@ -365,6 +369,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("http.body_min_rate", 1024)
 	v.SetDefault("http.write_idle_timeout", 60*time.Second)
 	v.SetDefault("http.max_conns", 4096)
+	v.SetDefault("http.pprof_addr", "")
 	v.SetDefault("imports.max_in_flight", 2)
 	v.SetDefault("base_url", "")
 	v.SetDefault("data_dir", "./data")
