@@ -1898,10 +1898,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
-             * @description Machine-readable error code. 400 `validation_failed` (body, query or path failed validation; `validation` lists every failing field) or `bad_request` (malformed JSON, wrong content type, unknown sort field, unparseable number); 401 `unauthorized`; 403 `forbidden`; 404 `not_found`; 405 `method_not_allowed`; 409 `conflict`; 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`; 500 `internal`; 503 `unavailable`.
+             * @description Machine-readable error code. 400 `validation_failed` (body, query or path failed validation; `validation` lists every failing field) or `bad_request` (malformed JSON, wrong content type, unknown sort field, unparseable number); 401 `unauthorized`; 403 `forbidden`; 404 `not_found`; 405 `method_not_allowed`; 409 `conflict`; 422 `idempotency_key_reused`; 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`; 500 `internal`; 503 `unavailable`.
              * @enum {string}
              */
-            code: "validation_failed" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
+            code: "validation_failed" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
             /** @description Human-readable sentence. Generic for `internal`; details are only logged with the request id. */
             message: string;
             /** @description Stack trace; empty unless the server runs in debug mode. */
@@ -2774,6 +2774,49 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `conflict`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds. */
+        IdempotencyInFlight: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "conflict",
+                 *       "message": "A request with this Idempotency-Key is still running; retry after Retry-After.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `idempotency_key_reused`: the `Idempotency-Key` was used before with another request body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "idempotency_key_reused",
+                 *       "message": "This Idempotency-Key was used with another request; use a new key for a new request.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description `internal`: unexpected error; the message is generic, details are logged with the request id. */
         Internal: {
             headers: {
@@ -2950,6 +2993,11 @@ export interface components {
          */
         Format: "json" | "csv";
         /**
+         * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+         * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+         */
+        IdempotencyKey: string;
+        /**
          * @description ETag of a cached representation; when it matches, the answer is 304 without a body.
          * @example "5d41402abc4b2a76b9719d911017c592"
          */
@@ -3081,7 +3129,13 @@ export interface operations {
     reviewListingReports: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3114,6 +3168,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3209,7 +3264,13 @@ export interface operations {
     updateLivestockAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3234,7 +3295,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3408,7 +3471,13 @@ export interface operations {
     createBeddingListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3433,7 +3502,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3441,7 +3512,13 @@ export interface operations {
     createCattleListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3466,7 +3543,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3474,7 +3553,13 @@ export interface operations {
     createFeedListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3499,7 +3584,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3507,7 +3594,13 @@ export interface operations {
     createSheepListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3532,7 +3625,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3540,7 +3635,13 @@ export interface operations {
     createWorkingDogListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3565,7 +3666,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3607,7 +3710,13 @@ export interface operations {
     updateListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3640,6 +3749,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3647,7 +3757,13 @@ export interface operations {
     closeListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3680,6 +3796,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3687,7 +3804,13 @@ export interface operations {
     reportListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3720,6 +3843,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3727,7 +3851,13 @@ export interface operations {
     addToWishlist: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3754,6 +3884,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3761,7 +3893,13 @@ export interface operations {
     removeFromWishlist: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3788,6 +3926,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3833,7 +3973,13 @@ export interface operations {
     createSavedSearch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3858,6 +4004,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3865,7 +4012,13 @@ export interface operations {
     deleteSavedSearch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Saved search id.
@@ -3888,8 +4041,11 @@ export interface operations {
                     "application/json": components["schemas"]["Confirmation"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3925,7 +4081,13 @@ export interface operations {
     updateLogisticsAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3950,7 +4112,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4050,7 +4214,13 @@ export interface operations {
     createLoads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4078,6 +4248,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4085,7 +4256,13 @@ export interface operations {
     uploadLoadBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4110,8 +4287,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4155,7 +4334,13 @@ export interface operations {
     createCarrierLoads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4183,6 +4368,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4230,7 +4416,13 @@ export interface operations {
     recordProofsOfDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4257,6 +4449,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4264,7 +4457,13 @@ export interface operations {
     sendLoadsToCarrier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4291,6 +4490,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4298,7 +4498,13 @@ export interface operations {
     sendLoadsToDriver: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4325,6 +4531,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4366,7 +4573,13 @@ export interface operations {
     recordProofOfDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Load id.
@@ -4399,6 +4612,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4550,7 +4764,13 @@ export interface operations {
     updateSystemAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4575,7 +4795,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4583,7 +4805,13 @@ export interface operations {
     clearCache: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4608,7 +4836,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4660,7 +4890,13 @@ export interface operations {
     importCommodityVarieties: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4685,8 +4921,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4795,7 +5033,13 @@ export interface operations {
     createConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4820,7 +5064,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4896,7 +5142,13 @@ export interface operations {
     addConversationMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Conversation id.
@@ -4927,7 +5179,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5005,7 +5259,13 @@ export interface operations {
     requestGrainSampleAnalysis: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5030,7 +5290,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5038,7 +5300,13 @@ export interface operations {
     askExpert: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5063,7 +5331,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5071,7 +5341,13 @@ export interface operations {
     uploadFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5096,8 +5372,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5194,7 +5472,13 @@ export interface operations {
     deleteFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description File id.
@@ -5221,6 +5505,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
