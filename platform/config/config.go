@@ -136,6 +136,9 @@ type Files struct {
 	// last under the body deadlines (filestore.SweepAge).
 	SweepInterval time.Duration `mapstructure:"sweep_interval"`
 	TmpMaxAge     time.Duration `mapstructure:"tmp_max_age"`
+	// ResumableTTL is how long an unfinished resumable upload (tus, system's
+	// /uploads) is kept after its creation; then its row and bytes go.
+	ResumableTTL time.Duration `mapstructure:"resumable_ttl"`
 }
 
 // S3 configures an S3-compatible object store.
@@ -380,6 +383,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.dir", "")
 	v.SetDefault("files.sweep_interval", 10*time.Minute)
 	v.SetDefault("files.tmp_max_age", time.Hour)
+	v.SetDefault("files.resumable_ttl", 24*time.Hour)
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
 	v.SetDefault("cache.max_entries", 10000)
@@ -467,6 +471,9 @@ func (c *Config) validate() error {
 	// fsync and clock skew between replicas sharing the directory.
 	if minAge := 2 * c.HTTP.BodyIdleTimeout; c.Files.TmpMaxAge <= 0 || c.Files.TmpMaxAge < minAge {
 		bad = append(bad, fmt.Sprintf("files.tmp_max_age %s: must be positive and at least twice http.body_idle_timeout (%s)", c.Files.TmpMaxAge, c.HTTP.BodyIdleTimeout))
+	}
+	if c.Files.ResumableTTL <= 0 {
+		bad = append(bad, fmt.Sprintf("files.resumable_ttl %s: must be positive", c.Files.ResumableTTL))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(bad, "; "))
