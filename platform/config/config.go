@@ -35,7 +35,9 @@ type Config struct {
 	Otel      Otel      `mapstructure:"otel"`
 	Events    Events    `mapstructure:"events"`
 	Imports   Imports   `mapstructure:"imports"`
-	Debug     bool      `mapstructure:"debug"`
+	// Idempotency keeps the answers of writes sent with Idempotency-Key.
+	Idempotency Idempotency `mapstructure:"idempotency"`
+	Debug       bool        `mapstructure:"debug"`
 }
 
 // Otel configures OpenTelemetry tracing: off unless an OTLP/HTTP endpoint is
@@ -67,6 +69,19 @@ type Imports struct {
 	MaxInFlight int `mapstructure:"max_in_flight"`
 }
 
+// Idempotency configures the Idempotency-Key of authenticated writes
+// (platform/idempotency).
+type Idempotency struct {
+	// TTL is how long an answer is kept and replayed.
+	TTL time.Duration `mapstructure:"ttl"`
+	// Lease is how long a request may hold its key without a sign of life
+	// (it renews the lease while it runs): a key whose replica died mid-way
+	// is taken over by a retry once the lease has passed.
+	Lease time.Duration `mapstructure:"lease"`
+	// PurgeInterval is how often each replica deletes the answers older than TTL.
+	PurgeInterval time.Duration `mapstructure:"purge_interval"`
+}
+
 // HTTP configures the listener and request limits.
 type HTTP struct {
 	Addr            string        `mapstructure:"addr"`
@@ -90,6 +105,10 @@ type HTTP struct {
 	// MaxConns caps the connections open at once; more wait in the listen
 	// backlog. 0 or less: no cap.
 	MaxConns int `mapstructure:"max_conns"`
+	// PprofAddr, when set, serves Go's runtime profiles (/debug/pprof/) on a
+	// listener of their own, never on Addr: profiles show internals, so bind
+	// it to loopback or a private network. Empty (the default): off.
+	PprofAddr string `mapstructure:"pprof_addr"`
 }
 
 // DB selects the database: a postgres:// DSN, or SQLite (empty or sqlite: DSN).
@@ -353,6 +372,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("http.body_min_rate", 1024)
 	v.SetDefault("http.write_idle_timeout", 60*time.Second)
 	v.SetDefault("http.max_conns", 4096)
+	v.SetDefault("http.pprof_addr", "")
 	v.SetDefault("imports.max_in_flight", 2)
 	v.SetDefault("base_url", "")
 	v.SetDefault("data_dir", "./data")
@@ -394,6 +414,9 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("otel.endpoint", "")
 	v.SetDefault("otel.service_name", "agritrade")
+	v.SetDefault("idempotency.ttl", 24*time.Hour)
+	v.SetDefault("idempotency.lease", time.Minute)
+	v.SetDefault("idempotency.purge_interval", 10*time.Minute)
 	v.SetDefault("events.retention", 24*time.Hour)
 	v.SetDefault("events.heartbeat", 25*time.Second)
 	v.SetDefault("events.max_per_user", 8)

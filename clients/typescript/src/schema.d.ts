@@ -1964,10 +1964,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
-             * @description Machine-readable error code. 400 `validation_failed` (body, query or path failed validation; `validation` lists every failing field) or `bad_request` (malformed JSON, wrong content type, unknown sort field, unparseable number); 401 `unauthorized`; 403 `forbidden`; 404 `not_found`; 405 `method_not_allowed`; 409 `conflict`; 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`; 500 `internal`; 503 `unavailable`.
+             * @description Machine-readable error code. 400 `validation_failed` (body, query or path failed validation; `validation` lists every failing field) or `bad_request` (malformed JSON, wrong content type, unknown sort field, unparseable number); 401 `unauthorized`; 403 `forbidden`; 404 `not_found`; 405 `method_not_allowed`; 409 `conflict`; 422 `idempotency_key_reused`; 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`; 500 `internal`; 503 `unavailable`.
              * @enum {string}
              */
-            code: "validation_failed" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
+            code: "validation_failed" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
             /** @description Human-readable sentence. Generic for `internal`; details are only logged with the request id. */
             message: string;
             /** @description Stack trace; empty unless the server runs in debug mode. */
@@ -2840,6 +2840,49 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `conflict`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds. */
+        IdempotencyInFlight: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "conflict",
+                 *       "message": "A request with this Idempotency-Key is still running; retry after Retry-After.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `idempotency_key_reused`: the `Idempotency-Key` was used before with another request body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "idempotency_key_reused",
+                 *       "message": "This Idempotency-Key was used with another request; use a new key for a new request.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description `internal`: unexpected error; the message is generic, details are logged with the request id. */
         Internal: {
             headers: {
@@ -3082,6 +3125,11 @@ export interface components {
          */
         Format: "json" | "csv";
         /**
+         * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+         * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+         */
+        IdempotencyKey: string;
+        /**
          * @description ETag of a cached representation; when it matches, the answer is 304 without a body.
          * @example "5d41402abc4b2a76b9719d911017c592"
          */
@@ -3223,7 +3271,13 @@ export interface operations {
     reviewListingReports: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3256,6 +3310,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3351,7 +3406,13 @@ export interface operations {
     updateLivestockAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3376,7 +3437,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3550,7 +3613,13 @@ export interface operations {
     createBeddingListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3575,7 +3644,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3583,7 +3654,13 @@ export interface operations {
     createCattleListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3608,7 +3685,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3616,7 +3695,13 @@ export interface operations {
     createFeedListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3641,7 +3726,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3649,7 +3736,13 @@ export interface operations {
     createSheepListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3674,7 +3767,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3682,7 +3777,13 @@ export interface operations {
     createWorkingDogListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3707,7 +3808,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3749,7 +3852,13 @@ export interface operations {
     updateListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3782,6 +3891,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3789,7 +3899,13 @@ export interface operations {
     closeListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3822,6 +3938,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3829,7 +3946,13 @@ export interface operations {
     reportListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3862,6 +3985,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3869,7 +3993,13 @@ export interface operations {
     addToWishlist: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3896,6 +4026,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3903,7 +4035,13 @@ export interface operations {
     removeFromWishlist: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3930,6 +4068,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3975,7 +4115,13 @@ export interface operations {
     createSavedSearch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4000,6 +4146,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4007,7 +4154,13 @@ export interface operations {
     deleteSavedSearch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Saved search id.
@@ -4030,8 +4183,11 @@ export interface operations {
                     "application/json": components["schemas"]["Confirmation"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4067,7 +4223,13 @@ export interface operations {
     updateLogisticsAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4092,7 +4254,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4192,7 +4356,13 @@ export interface operations {
     createLoads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4220,6 +4390,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4227,7 +4398,13 @@ export interface operations {
     uploadLoadBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4252,8 +4429,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4297,7 +4476,13 @@ export interface operations {
     createCarrierLoads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4325,6 +4510,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4372,7 +4558,13 @@ export interface operations {
     recordProofsOfDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4399,6 +4591,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4406,7 +4599,13 @@ export interface operations {
     sendLoadsToCarrier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4433,6 +4632,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4440,7 +4640,13 @@ export interface operations {
     sendLoadsToDriver: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4467,6 +4673,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4508,7 +4715,13 @@ export interface operations {
     recordProofOfDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Load id.
@@ -4541,6 +4754,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4692,7 +4906,13 @@ export interface operations {
     updateSystemAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4717,7 +4937,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4725,7 +4947,13 @@ export interface operations {
     clearCache: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4750,7 +4978,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4802,7 +5032,13 @@ export interface operations {
     importCommodityVarieties: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4827,8 +5063,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4937,7 +5175,13 @@ export interface operations {
     createConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4962,7 +5206,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5038,7 +5284,13 @@ export interface operations {
     addConversationMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Conversation id.
@@ -5069,7 +5321,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5147,7 +5401,13 @@ export interface operations {
     requestGrainSampleAnalysis: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5172,7 +5432,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5180,7 +5442,13 @@ export interface operations {
     askExpert: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5205,7 +5473,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5213,7 +5483,13 @@ export interface operations {
     uploadFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5238,8 +5514,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5328,7 +5606,13 @@ export interface operations {
     deleteFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description File id.
@@ -5355,6 +5639,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5767,6 +6053,11 @@ export interface operations {
                 "Upload-Metadata"?: string;
                 /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
                 "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -5800,6 +6091,7 @@ export interface operations {
             412: components["responses"]["TusPreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             460: components["responses"]["TusChecksumMismatch"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5840,6 +6132,11 @@ export interface operations {
             header: {
                 /** @description `1.0.0` (another value or none: 412). */
                 "Tus-Resumable": components["parameters"]["TusResumable"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -5865,7 +6162,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             412: components["responses"]["TusPreconditionFailed"];
+            422: components["responses"]["IdempotencyKeyReused"];
             423: components["responses"]["TusConflict"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5925,6 +6224,11 @@ export interface operations {
                 "Upload-Offset": number;
                 /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
                 "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -5963,6 +6267,7 @@ export interface operations {
             412: components["responses"]["TusPreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             423: components["responses"]["TusConflict"];
             460: components["responses"]["TusChecksumMismatch"];
             500: components["responses"]["Internal"];
