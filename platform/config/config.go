@@ -155,6 +155,14 @@ type Files struct {
 	// last under the body deadlines (filestore.SweepAge).
 	SweepInterval time.Duration `mapstructure:"sweep_interval"`
 	TmpMaxAge     time.Duration `mapstructure:"tmp_max_age"`
+	// ThumbSizes are the thumbnail sizes clients may ask for ("300x300"
+	// crops to fill, "300x300f" fits inside, "600x0" and "0x400" keep the
+	// ratio); ThumbMaxPixels refuses larger sources (decompression bombs);
+	// ThumbConcurrency bounds the thumbnails one replica makes at once (each
+	// holds a decoded source in memory).
+	ThumbSizes       []string `mapstructure:"thumb_sizes"`
+	ThumbMaxPixels   int64    `mapstructure:"thumb_max_pixels"`
+	ThumbConcurrency int      `mapstructure:"thumb_concurrency"`
 }
 
 // S3 configures an S3-compatible object store.
@@ -335,6 +343,7 @@ func Load(file string) (*Config, error) {
 	}
 	c.HTTP.CORSOrigins = splitList(c.HTTP.CORSOrigins)
 	c.Shortlink.AllowedHosts = splitList(c.Shortlink.AllowedHosts)
+	c.Files.ThumbSizes = splitList(c.Files.ThumbSizes)
 	if err := c.finish(); err != nil {
 		return nil, err
 	}
@@ -400,6 +409,9 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.dir", "")
 	v.SetDefault("files.sweep_interval", 10*time.Minute)
 	v.SetDefault("files.tmp_max_age", time.Hour)
+	v.SetDefault("files.thumb_sizes", []string{"100x100", "300x300", "600x0", "1200x0"})
+	v.SetDefault("files.thumb_max_pixels", 50_000_000)
+	v.SetDefault("files.thumb_concurrency", 2)
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
 	v.SetDefault("cache.max_entries", 10000)
@@ -482,6 +494,12 @@ func (c *Config) finish() error {
 // validate refuses settings that cannot work, naming the key.
 func (c *Config) validate() error {
 	var bad []string
+	if c.Files.ThumbMaxPixels <= 0 {
+		bad = append(bad, fmt.Sprintf("files.thumb_max_pixels %d: must be positive", c.Files.ThumbMaxPixels))
+	}
+	if c.Files.ThumbConcurrency <= 0 {
+		bad = append(bad, fmt.Sprintf("files.thumb_concurrency %d: must be positive", c.Files.ThumbConcurrency))
+	}
 	if c.Files.SweepInterval <= 0 {
 		bad = append(bad, fmt.Sprintf("files.sweep_interval %s: must be positive", c.Files.SweepInterval))
 	}

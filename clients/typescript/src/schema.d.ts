@@ -1226,6 +1226,17 @@ export interface paths {
          *     ASCII `filename` fallback and the exact name in `filename*` (RFC 6266/8187). Responses carry
          *     `X-Content-Type-Options: nosniff`; documents that can script (HTML, XML, SVG) are always sent as
          *     `attachment` with a sandboxing `Content-Security-Policy`, so they never run as a page of the API's origin.
+         *
+         *     With `thumb`, a thumbnail of an image file (JPEG, PNG, GIF, WebP) is answered instead, `inline`: `WxH` is
+         *     scaled to fill the box and cropped to exactly W x H around the centre (grid tiles), `WxHf` fits inside the
+         *     box, `Wx0`/`0xH` keep the ratio (fit and ratio never enlarge a smaller picture). The EXIF orientation is
+         *     applied. The answer is `image/jpeg`, or `image/png` when the thumbnail has transparent pixels. Only the
+         *     sizes of the `files.thumb_sizes` setting are allowed (default `100x100`, `300x300`, `600x0`, `1200x0`);
+         *     another size, or a file that is not such an image, answers 400 `validation_failed` naming `thumb`. A
+         *     thumbnail is made on its first request, kept beside its file and served like a download afterwards
+         *     (`Range`, `ETag` — the file's hash and the size — with `If-None-Match` → 304). It has the file's
+         *     permissions and token: anyone else, or an archived file, 404. A source over `files.thumb_max_pixels`
+         *     (default 50 M pixels, checked on the header before decoding), or one that does not decode, answers 415.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -5382,6 +5393,13 @@ export interface operations {
                  * @example eyJhbGciOiJIUzI1NiJ9.eyJmaWQiOiIwMTk2YTNmMiJ9.c2lnbmF0dXJl
                  */
                 token?: string;
+                /**
+                 * @description A thumbnail size instead of the file (images only): `WxH` crops to fill, `WxHf` fits inside, `Wx0`/`0xH`
+                 *     keep the ratio. Only the configured sizes (`files.thumb_sizes`, default `100x100,300x300,600x0,1200x0`);
+                 *     any other answers 400.
+                 * @example 300x300
+                 */
+                thumb?: string;
             };
             header?: {
                 /**
@@ -5445,6 +5463,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
