@@ -34,6 +34,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -84,6 +85,9 @@ type Keeper struct {
 	db  *bun.DB
 	o   Options
 	now func() time.Time
+
+	mu                     sync.Mutex
+	insertStmt, finishStmt *sql.Stmt
 }
 
 // New returns a keeper over the platform database.
