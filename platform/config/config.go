@@ -155,6 +155,9 @@ type Files struct {
 	// last under the body deadlines (filestore.SweepAge).
 	SweepInterval time.Duration `mapstructure:"sweep_interval"`
 	TmpMaxAge     time.Duration `mapstructure:"tmp_max_age"`
+	// ResumableTTL is how long an unfinished resumable upload (tus, system's
+	// /uploads) is kept after its creation; then its row and bytes go.
+	ResumableTTL time.Duration `mapstructure:"resumable_ttl"`
 	// ThumbSizes are the thumbnail sizes clients may ask for ("300x300"
 	// crops to fill, "300x300f" fits inside, "600x0" and "0x400" keep the
 	// ratio); ThumbMaxPixels refuses larger sources (decompression bombs);
@@ -409,6 +412,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.dir", "")
 	v.SetDefault("files.sweep_interval", 10*time.Minute)
 	v.SetDefault("files.tmp_max_age", time.Hour)
+	v.SetDefault("files.resumable_ttl", 24*time.Hour)
 	v.SetDefault("files.thumb_sizes", []string{"100x100", "300x300", "600x0", "1200x0"})
 	v.SetDefault("files.thumb_max_pixels", 50_000_000)
 	v.SetDefault("files.thumb_concurrency", 2)
@@ -508,6 +512,9 @@ func (c *Config) validate() error {
 	// fsync and clock skew between replicas sharing the directory.
 	if minAge := 2 * c.HTTP.BodyIdleTimeout; c.Files.TmpMaxAge <= 0 || c.Files.TmpMaxAge < minAge {
 		bad = append(bad, fmt.Sprintf("files.tmp_max_age %s: must be positive and at least twice http.body_idle_timeout (%s)", c.Files.TmpMaxAge, c.HTTP.BodyIdleTimeout))
+	}
+	if c.Files.ResumableTTL <= 0 {
+		bad = append(bad, fmt.Sprintf("files.resumable_ttl %s: must be positive", c.Files.ResumableTTL))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(bad, "; "))

@@ -1511,6 +1511,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/system/v1/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a resumable upload (tus)
+         * @description tus 1.0.0 creation (`Tus-Resumable: 1.0.0`, else 412 with `Tus-Version`). `Upload-Length` is the file size
+         *     (over the upload limit: 413; 0: 400); `Upload-Defer-Length` is not supported (400). `Upload-Metadata`
+         *     (`key base64value,...`) carries the fields of the multipart upload (`POST /system/v1/files`): `bucket`, `type`,
+         *     `name`, `organisationId`, `organisations` (comma-separated); they are checked as the form's fields are (400
+         *     with `validation[]`, 403 for an organisation the caller is not a member of), other keys are ignored. With a
+         *     body (`Content-Type: application/offset+octet-stream`, creation-with-upload) the first chunk is stored as a
+         *     `PATCH` would store it; a refused first chunk leaves no upload. Answers 201 with `Location` (the upload's
+         *     URL) and `Upload-Expires` (`files.resumable_ttl`, default 24 h, after creation: then the upload and its bytes
+         *     are removed). The upload is reachable only by its creator.
+         */
+        post: operations["createResumableUpload"];
+        delete?: never;
+        /**
+         * Describe the resumable upload server (tus)
+         * @description tus 1.0.0 discovery: the protocol version, the extensions (`creation`, `creation-with-upload`, `termination`,
+         *     `expiration`, `checksum`), the largest upload and the checksum algorithm (`sha256`). No token needed.
+         */
+        options: operations["describeResumableUploads"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/system/v1/uploads/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a resumable upload (tus termination)
+         * @description Removes the upload and its bytes; a finished upload's file stays (archive it with `DELETE
+         *     /system/v1/files/{id}`). Another user's, an unknown or an expired upload: 404; one being written: 423.
+         */
+        delete: operations["terminateResumableUpload"];
+        options?: never;
+        /**
+         * Ask a resumable upload's offset (tus)
+         * @description Answers `Upload-Offset` (bytes received), `Upload-Length` and `Upload-Metadata`; while unfinished
+         *     `Upload-Expires`, once finished `Upload-File-Id` (the file it became). Another user's, an unknown or an
+         *     expired upload: 404. `Cache-Control: no-store`.
+         */
+        head: operations["getResumableUploadOffset"];
+        /**
+         * Send a chunk of a resumable upload (tus)
+         * @description Appends the body (`Content-Type: application/offset+octet-stream`, else 415) at `Upload-Offset`, which must
+         *     be the upload's offset (else 409: ask it with HEAD). A chunk is stored whole or not at all: a broken
+         *     connection, bytes past `Upload-Length` (413) or an `Upload-Checksum: sha256 <base64>` that does not match
+         *     (460; another algorithm: 400) leave the upload as it was. One request writes an upload at a time, whichever
+         *     replica serves it: another one meanwhile answers 423 (retry). When the last byte arrives the content is
+         *     checked as any upload is (type sniffed per bucket: 415, and the upload is removed) and becomes an ordinary
+         *     file (`GET /system/v1/files/{id}`, SHA-256 in `info.hash`): the answer carries `Upload-File-Id`. Another
+         *     user's, an unknown or an expired upload: 404.
+         */
+        patch: operations["appendResumableUpload"];
+        trace?: never;
+    };
     "/versions": {
         parameters: {
             query?: never;
@@ -2915,6 +2992,72 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `bad_request`: the chunk does not match its `Upload-Checksum` (tus checksum extension); nothing of it is kept. */
+        TusChecksumMismatch: {
+            headers: {
+                "Tus-Resumable": components["headers"]["TusResumable"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "bad_request",
+                 *       "message": "the chunk does not match its Upload-Checksum",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `conflict`: 409 `Upload-Offset` is not the uploads offset (ask it with HEAD); 423 another request is writing the upload (retry). */
+        TusConflict: {
+            headers: {
+                "Tus-Resumable": components["headers"]["TusResumable"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "conflict",
+                 *       "message": "Upload-Offset 5 is not the uploads offset 0.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `bad_request`: `Tus-Resumable` is missing or not `1.0.0` (`Tus-Version` lists the supported version). */
+        TusPreconditionFailed: {
+            headers: {
+                "Tus-Resumable": components["headers"]["TusResumable"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "bad_request",
+                 *       "message": "Tus-Resumable must be 1.0.0.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description `unauthorized`: missing, malformed, expired, not yet valid (`iat`/`nbf` more than a minute ahead) or badly signed token (on public operations only when a token is sent and is invalid). `WWW-Authenticate` carries the Bearer challenge (RFC 6750). */
         Unauthorized: {
             headers: {
@@ -3032,11 +3175,15 @@ export interface components {
          * @example false
          */
         SortDesc: boolean;
+        /** @description `1.0.0` (another value or none: 412). */
+        TusResumable: string;
         /**
          * @description Catching up: only what changed after this RFC 3339 date-time (`2026-11-21T15:04:05Z`); without `sortBy`, oldest change first. Malformed: 400 `validation_failed` naming `updatedSinceUTC`.
          * @example 2026-11-21T15:04:05Z
          */
         UpdatedSinceUTC: string;
+        /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+        UploadChecksum: string;
     };
     requestBodies: never;
     headers: {
@@ -3056,6 +3203,12 @@ export interface components {
         RedirectLocation: string;
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
+        /** @description `1.0.0`: the tus protocol version, on every tus answer. */
+        TusResumable: string;
+        /** @description When an unfinished upload and its bytes are removed (HTTP date). */
+        UploadExpires: string;
+        /** @description Id of the file a finished upload became (`GET /system/v1/files/{id}`). */
+        UploadFileId: string;
         /**
          * @description Bearer challenge of every 401 (RFC 6750): `Bearer realm="agritrade"` when no token was sent; `Bearer realm="agritrade", error="invalid_token", error_description="the token has expired"` when the sent token is refused (the description names the failed check: malformed, signature, expired, `nbf`, `iat`, issuer, audience, missing claim).
          * @example Bearer realm="agritrade", error="invalid_token", error_description="the token has expired"
@@ -5903,6 +6056,239 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createResumableUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+                /** @description Size of the whole file in bytes. */
+                "Upload-Length": number;
+                /** @description `bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=` (keys and base64 values). */
+                "Upload-Metadata"?: string;
+                /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+                "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/offset+octet-stream": Blob;
+            };
+        };
+        responses: {
+            /** @description The upload is created. */
+            201: {
+                headers: {
+                    /** @description Absolute URL of the upload (`.../system/v1/uploads/{id}`). */
+                    Location?: string;
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "Upload-Expires": components["headers"]["UploadExpires"];
+                    "Upload-File-Id": components["headers"]["UploadFileId"];
+                    /** @description Bytes received (with a first chunk). */
+                    "Upload-Offset"?: number;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["TusConflict"];
+            412: components["responses"]["TusPreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            460: components["responses"]["TusChecksumMismatch"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    describeResumableUploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the server supports. */
+            204: {
+                headers: {
+                    /** @description `sha256`. */
+                    "Tus-Checksum-Algorithm"?: string;
+                    /** @description `creation,creation-with-upload,termination,expiration,checksum`. */
+                    "Tus-Extension"?: string;
+                    /** @description Largest `Upload-Length` in bytes (`files.max_upload_mb`). */
+                    "Tus-Max-Size"?: number;
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    /** @description `1.0.0`. */
+                    "Tus-Version"?: string;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    terminateResumableUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload is removed. */
+            204: {
+                headers: {
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            412: components["responses"]["TusPreconditionFailed"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["TusConflict"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getResumableUploadOffset: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+            };
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload's state (no body). */
+            200: {
+                headers: {
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "Upload-Expires": components["headers"]["UploadExpires"];
+                    "Upload-File-Id": components["headers"]["UploadFileId"];
+                    /** @description Size of the whole file. */
+                    "Upload-Length"?: number;
+                    /** @description The metadata given at creation. */
+                    "Upload-Metadata"?: string;
+                    /** @description Bytes received. */
+                    "Upload-Offset"?: number;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["TusPreconditionFailed"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    appendResumableUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+                /** @description Where the chunk starts. */
+                "Upload-Offset": number;
+                /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+                "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/offset+octet-stream": Blob;
+            };
+        };
+        responses: {
+            /** @description The chunk is stored. */
+            204: {
+                headers: {
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "Upload-Expires": components["headers"]["UploadExpires"];
+                    "Upload-File-Id": components["headers"]["UploadFileId"];
+                    /** @description Bytes received now. */
+                    "Upload-Offset"?: number;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["TusConflict"];
+            412: components["responses"]["TusPreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["TusConflict"];
+            460: components["responses"]["TusChecksumMismatch"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
