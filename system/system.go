@@ -43,6 +43,8 @@ type Module struct {
 	// (templates, allow-list) until Seed reports it at start-up.
 	shortlinks    *shortlinks.Service
 	shortlinksErr error
+	// uploads keeps resumable uploads (tus) and sweeps the expired ones.
+	uploads *files.Resumable
 }
 
 // New builds the module over the platform's shared parts.
@@ -59,6 +61,9 @@ func New(deps module.Deps) *Module {
 	}
 	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"), deps.Tracing.Transport(nil))
 	m.shortlinks, m.shortlinksErr = shortlinks.NewService(deps.DB, deps.Config, deps.Log.Component("shortlinks"))
+	if deps.Files != nil {
+		m.uploads = files.NewResumable(deps.DB, deps.Files, deps.Config.Files.ResumableTTL, deps.Log.Component("uploads"))
+	}
 	return m
 }
 
@@ -67,6 +72,9 @@ func (m *Module) Mount(r module.Routes) {
 	refdata.Mount(r.API, m.refdata, m.deps.Config.Files.MaxUploadMB<<20, m.deps.Imports)
 	admin.Mount(r.API, m.admin)
 	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
+	if m.uploads != nil {
+		files.NewUploads(m.uploads, m.deps.Config.BaseURL).Mount(r.API)
+	}
 	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
 	if m.deps.Events != nil {
 		// The caller's live event stream (platform/events).
@@ -81,6 +89,16 @@ func (m *Module) Mount(r module.Routes) {
 	if m.locations != nil {
 		locations.Mount(r.API, m.locations, m.deps.RateLimit)
 	}
+}
+
+// Run removes expired resumable uploads, rows and bytes, every
+// files.sweep_interval (module.Runner).
+func (m *Module) Run(ctx context.Context) error {
+	if m.uploads == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return m.uploads.Run(ctx, m.deps.Config.Files.SweepInterval)
 }
 
 // Seed fills the module's reference data after migrating (module.Seeder):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"image/png"
 	"mime/multipart"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,6 +60,8 @@ type outcome struct {
 
 var (
 	ok        = outcome{status: 200}
+	created   = outcome{status: 201}
+	noContent = outcome{status: 204}
 	refused   = outcome{status: 200, unchanged: true} // 200 whose rows were all refused
 	forbidden = outcome{status: 403, unchanged: true}
 	notFound  = outcome{status: 404, unchanged: true}
@@ -224,6 +228,39 @@ func (f *fixture) file(t *testing.T) string {
 	return r.Map(t)["id"].(string)
 }
 
+// uploadMeta is the Upload-Metadata of a tus upload of yard.png for org.
+func uploadMeta(org string) string {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	return "bucket " + b64("images") + ",type " + b64("image") + ",name " + b64("yard.png") + ",organisationId " + b64(org)
+}
+
+// upload creates a resumable upload (tus) of pngBytes as owner for org-a,
+// nothing sent yet, and answers its id.
+func (f *fixture) upload(t *testing.T) string {
+	t.Helper()
+	req := tusRequest(http.MethodPost, "/system/v1/uploads", nil, "Upload-Length", strconv.Itoa(len(pngBytes)), "Upload-Metadata", uploadMeta("org-a"))
+	req.Token = f.s.Token(mOwner)
+	r := f.s.Do(req)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("tus create: %d %s", r.Status, r.Body)
+	}
+	loc := r.Header.Get("Location")
+	return loc[strings.LastIndex(loc, "/")+1:]
+}
+
+// tusRequest is a tus request (Tus-Resumable, headers kv, a chunk body).
+func tusRequest(method, path string, chunk []byte, kv ...string) testkit.Request {
+	h := map[string]string{"Tus-Resumable": "1.0.0"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h[kv[i]] = kv[i+1]
+	}
+	r := testkit.Request{Method: method, Path: path, Header: h}
+	if chunk != nil {
+		r.Body, r.ContentType = bytes.NewReader(chunk), "application/offset+octet-stream"
+	}
+	return r
+}
+
 // load creates a load organised by org-a, sent to the carrier and to the
 // driver (in transit), and answers its id.
 func (f *fixture) load(t *testing.T) string {
@@ -326,6 +363,7 @@ var fingerprintTables = []struct{ table, columns string }{
 	{"system_expert_requests", "*"}, {"system_short_links", "*"}, {"refdata_varieties", "*"},
 	{"logistics_loads", "*"}, {"livestock_listings", "*"}, {"livestock_reports", "*"}, {"livestock_wishlist", "*"},
 	{"livestock_saved_searches", "*"}, {"livestock_saved_search_alerts", "*"}, {"platform_events", "id, type"},
+	{"system_uploads", "*"}, {"system_upload_parts", "*"},
 }
 
 // fingerprint hashes the rows of every table a write may touch.
@@ -387,6 +425,17 @@ func matrixRows() []row {
 		}},
 		row{name: "files/archive", want: but(all(notFound), "owner", ok, "admin", ok), req: func(t *testing.T, f *fixture, c caller) testkit.Request {
 			return jsonReq(http.MethodDelete, "/system/v1/files/"+f.file(t), nil)
+		}},
+		// Resumable uploads (tus): creation checks the organisation as the
+		// form does; an upload is its creator's alone (others, admins too, 404).
+		row{name: "uploads/create for org-a", want: but(all(forbidden), "owner", created, "mate", created), req: func(t *testing.T, f *fixture, c caller) testkit.Request {
+			return tusRequest(http.MethodPost, "/system/v1/uploads", nil, "Upload-Length", "100", "Upload-Metadata", uploadMeta("org-a"))
+		}},
+		row{name: "uploads/patch", want: but(all(notFound), "owner", noContent), req: func(t *testing.T, f *fixture, c caller) testkit.Request {
+			return tusRequest(http.MethodPatch, "/system/v1/uploads/"+f.upload(t), pngBytes, "Upload-Offset", "0")
+		}},
+		row{name: "uploads/terminate", want: but(all(notFound), "owner", noContent), req: func(t *testing.T, f *fixture, c caller) testkit.Request {
+			return tusRequest(http.MethodDelete, "/system/v1/uploads/"+f.upload(t), nil)
 		}},
 	)
 

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ type hostileTemplate struct {
 	form   map[string]string // multipart text fields (read by the route)
 	file   *hostileFile      // multipart file part
 	header map[string]string // request headers the route reads
+	chunk  []byte            // a raw application/offset+octet-stream body (tus)
 	// stream marks a route whose answer never ends (the event stream): its
 	// requests are cut after streamFor, and what was answered is judged.
 	stream bool
@@ -94,15 +96,28 @@ func hostileTemplates(t *testing.T, f *fixture) map[string]hostileTemplate {
 	}
 	owner, admin := &mOwner, &mAdmin
 	id := func(v string) map[string]string { return map[string]string{"id": v} }
+	tusHeader := func(kv ...string) map[string]string {
+		h := map[string]string{"Tus-Resumable": "1.0.0"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h[kv[i]] = kv[i+1]
+		}
+		return h
+	}
 	m := map[string]hostileTemplate{
-		"GET /healthz":      {},
-		"GET /readyz":       {},
-		"GET /versions":     {},
-		"GET /openapi.json": {},
-		"GET /docs":         {},
-		"GET /docs/*asset":  {params: map[string]string{"asset": "docs.js"}},
-		"GET /metrics":      {as: admin},
-		"GET /s/:code":      {params: map[string]string{"code": short.Code}},
+		"OPTIONS /system/v1/uploads": {},
+		"POST /system/v1/uploads": {as: owner, header: tusHeader("Upload-Length", strconv.Itoa(len(pngBytes)), "Upload-Metadata", uploadMeta("org-a")),
+			chunk: pngBytes},
+		"HEAD /system/v1/uploads/:id":   {as: owner, params: id(f.upload(t)), header: tusHeader()},
+		"PATCH /system/v1/uploads/:id":  {as: owner, params: id(f.upload(t)), header: tusHeader("Upload-Offset", "0"), chunk: pngBytes},
+		"DELETE /system/v1/uploads/:id": {as: owner, params: id(f.upload(t)), header: tusHeader()},
+		"GET /healthz":                  {},
+		"GET /readyz":                   {},
+		"GET /versions":                 {},
+		"GET /openapi.json":             {},
+		"GET /docs":                     {},
+		"GET /docs/*asset":              {params: map[string]string{"asset": "docs.js"}},
+		"GET /metrics":                  {as: admin},
+		"GET /s/:code":                  {params: map[string]string{"code": short.Code}},
 
 		"GET /system/v1/settings":                      {as: owner},
 		"GET /system/v1/settings/:country":             {as: owner, params: map[string]string{"country": "GB"}},
@@ -581,6 +596,8 @@ func (tpl hostileTemplate) body(t *testing.T) ([]byte, string) {
 			t.Fatal(err)
 		}
 		return b.Bytes(), w.FormDataContentType()
+	case tpl.chunk != nil:
+		return tpl.chunk, "application/offset+octet-stream"
 	}
 	return nil, ""
 }

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/color"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -401,6 +405,51 @@ func (s *sweeper) send(method, pattern, path, token string, p payload, want int)
 	return nil
 }
 
+// tus sends one tus request (Tus-Resumable and the headers given, a chunk
+// body when there is one) and answers the response headers.
+func (s *sweeper) tus(method, pattern, path, token string, hdr map[string]string, chunk []byte, want int) http.Header {
+	phase, _ := s.phase.Load().(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(chunk))
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if chunk != nil {
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	status, rh, body := 0, http.Header{}, []byte(nil)
+	res, err := http.DefaultClient.Do(req)
+	if err == nil {
+		status, rh = res.StatusCode, res.Header
+		body, _ = io.ReadAll(res.Body)
+		_ = res.Body.Close()
+	}
+	s.tl.record(phase, method, pattern, status, rh, err, body)
+	if err != nil || status != want {
+		s.ok = false
+		s.mu.Lock()
+		s.failures = append(s.failures, fmt.Sprintf("%s %s: %d %v %.200s", method, path, status, err, body))
+		s.mu.Unlock()
+		return http.Header{}
+	}
+	return rh
+}
+
+// locationPath is the path of a tus Location (absolute, on the public base
+// URL); a placeholder when the creation failed.
+func locationPath(h http.Header) string {
+	u, err := url.Parse(h.Get("Location"))
+	if err != nil || u.Path == "" {
+		return "/system/v1/uploads/none"
+	}
+	return u.Path
+}
+
 func (s *sweeper) get(pattern, path, token string) []byte {
 	return s.send(http.MethodGet, pattern, path, token, payload{}, http.StatusOK)
 }
@@ -510,6 +559,19 @@ func (s *sweeper) pass(n int) bool {
 	s.get("/system/v1/files/:id", "/system/v1/files/"+fx.file, fx.farmer)
 	s.get("/system/v1/files/:id/info", "/system/v1/files/"+fx.file+"/info", fx.farmer)
 	s.send(http.MethodDelete, "/system/v1/files/:id", "/system/v1/files/"+or(file), fx.farmer, payload{}, http.StatusOK)
+
+	// Resumable uploads (tus): create, ask the offset, send the whole file,
+	// and remove a second upload.
+	s.tus(http.MethodOptions, "/system/v1/uploads", "/system/v1/uploads", "", nil, nil, http.StatusNoContent)
+	meta := "bucket " + base64.StdEncoding.EncodeToString([]byte("images")) + ",type " + base64.StdEncoding.EncodeToString([]byte("image")) +
+		",name " + base64.StdEncoding.EncodeToString([]byte("sweep-"+seq+".png"))
+	content := photo(color.RGBA{R: uint8(n), G: uint8(s.id), B: 7, A: 255})
+	create := map[string]string{"Upload-Length": strconv.Itoa(len(content)), "Upload-Metadata": meta}
+	up := locationPath(s.tus(http.MethodPost, "/system/v1/uploads", "/system/v1/uploads", fx.farmer, create, nil, http.StatusCreated))
+	s.tus(http.MethodHead, "/system/v1/uploads/:id", up, fx.farmer, nil, nil, http.StatusOK)
+	s.tus(http.MethodPatch, "/system/v1/uploads/:id", up, fx.farmer, map[string]string{"Upload-Offset": "0"}, content, http.StatusNoContent)
+	gone := locationPath(s.tus(http.MethodPost, "/system/v1/uploads", "/system/v1/uploads", fx.farmer, create, nil, http.StatusCreated))
+	s.tus(http.MethodDelete, "/system/v1/uploads/:id", gone, fx.farmer, nil, nil, http.StatusNoContent)
 
 	conv := field(s.post("/system/v1/conversations", "/system/v1/conversations", fx.buyer, js(map[string]any{
 		"to": demoFarmer.UserID, "message": "Sweep " + seq + ": can you deliver?", "title": "Sweep " + seq})), "conversationId")

@@ -25,26 +25,30 @@ const (
 	CodeNotFound         Code = "not_found"
 	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodeConflict         Code = "conflict"
-	CodePayloadTooLarge  Code = "payload_too_large"
-	CodeUnsupportedMedia Code = "unsupported_media_type"
-	CodeRateLimited      Code = "rate_limited"
-	CodeInternal         Code = "internal"
-	CodeUnavailable      Code = "unavailable"
+	// CodeIdempotencyKeyReused is an Idempotency-Key sent again with another
+	// request (platform/idempotency).
+	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
+	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeUnsupportedMedia     Code = "unsupported_media_type"
+	CodeRateLimited          Code = "rate_limited"
+	CodeInternal             Code = "internal"
+	CodeUnavailable          Code = "unavailable"
 )
 
 var statusOf = map[Code]int{
-	CodeValidation:       http.StatusBadRequest,
-	CodeBadRequest:       http.StatusBadRequest,
-	CodeUnauthorized:     http.StatusUnauthorized,
-	CodeForbidden:        http.StatusForbidden,
-	CodeNotFound:         http.StatusNotFound,
-	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
-	CodeConflict:         http.StatusConflict,
-	CodePayloadTooLarge:  http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMedia: http.StatusUnsupportedMediaType,
-	CodeRateLimited:      http.StatusTooManyRequests,
-	CodeInternal:         http.StatusInternalServerError,
-	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeValidation:           http.StatusBadRequest,
+	CodeBadRequest:           http.StatusBadRequest,
+	CodeUnauthorized:         http.StatusUnauthorized,
+	CodeForbidden:            http.StatusForbidden,
+	CodeNotFound:             http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeConflict:             http.StatusConflict,
+	CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
+	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMedia:     http.StatusUnsupportedMediaType,
+	CodeRateLimited:          http.StatusTooManyRequests,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeUnavailable:          http.StatusServiceUnavailable,
 }
 
 // Status returns the HTTP status bound to the code.

@@ -44,7 +44,17 @@ func Middleware(opts RenderOptions) gin.HandlerFunc {
 	if opts.Logger == nil {
 		opts.Logger = func(*gin.Context) logrus.FieldLogger { return logrus.StandardLogger() }
 	}
+	// flush renders the pending error at once, for middleware that must see
+	// the answer before it returns (RenderPending).
+	flush := func(c *gin.Context) {
+		if len(c.Errors) == 0 || c.GetBool(renderedKey) {
+			return
+		}
+		c.Set(renderedKey, true)
+		write(c, opts, c.Errors.Last().Err, "")
+	}
 	return func(c *gin.Context) {
+		c.Set(flushKey, flush)
 		defer func() {
 			if r := recover(); r != nil {
 				if r == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as http does
@@ -56,10 +66,27 @@ func Middleware(opts RenderOptions) gin.HandlerFunc {
 			}
 		}()
 		c.Next()
-		if len(c.Errors) == 0 {
+		if len(c.Errors) == 0 || c.GetBool(renderedKey) {
 			return
 		}
 		write(c, opts, c.Errors.Last().Err, "")
+	}
+}
+
+const (
+	flushKey    = "apierr.flush"
+	renderedKey = "apierr.rendered"
+)
+
+// RenderPending writes the error a handler attached with Render now instead
+// of when the error middleware unwinds, so that a middleware between the two
+// (platform/idempotency, which keeps answers) sees the whole answer when
+// c.Next returns. The error middleware then writes nothing more.
+func RenderPending(c *gin.Context) {
+	if v, ok := c.Get(flushKey); ok {
+		if f, ok := v.(func(*gin.Context)); ok {
+			f(c)
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ func moduleDocs(mods []module.Module) (map[string]document, error) {
 			return nil, err
 		}
 		obj(d, "info")["version"] = m.Version()
+		addIdempotency(d)
 		out[m.Name()] = d
 	}
 	return out, nil
@@ -49,6 +50,7 @@ func mergeOpenAPI(platform []byte, mods []module.Module, docs map[string]documen
 	if err != nil {
 		return nil, err
 	}
+	addIdempotency(base)
 	info := obj(base, "info")
 	info["title"] = "AgriTrade API"
 	info["version"] = build

@@ -18,6 +18,7 @@ import (
 	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/idempotency"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/outbox"
@@ -56,7 +57,9 @@ type Platform struct {
 	Events *events.Hub
 	// Imports limits the imports in flight on this replica.
 	Imports *tabular.Gate
-	closers []func() error
+	// Idempotency keeps the answers of writes sent with Idempotency-Key.
+	Idempotency *idempotency.Keeper
+	closers     []func() error
 }
 
 // Options tune Open.
@@ -149,6 +152,12 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		Retention: cfg.Events.Retention, Heartbeat: cfg.Events.Heartbeat, MaxPerUser: cfg.Events.MaxPerUser, MaxStreams: cfg.Events.MaxStreams,
 	})
 	p.Imports = tabular.NewGate(cfg.Imports.MaxInFlight)
+	p.Idempotency = idempotency.New(p.DB, idempotency.Options{
+		TTL: cfg.Idempotency.TTL, Lease: cfg.Idempotency.Lease, PurgeInterval: cfg.Idempotency.PurgeInterval,
+		// Uploads carry their form fields beside the file: a mebibyte more.
+		MaxBody: max(cfg.HTTP.MaxBodyKB<<10, cfg.Files.MaxUploadMB<<20+1<<20),
+		Log:     p.Log.Component("idempotency"),
+	})
 	return p, nil
 }
 
@@ -218,6 +227,7 @@ func (p *Platform) registerMetrics(ctx context.Context) {
 	cs = append(cs, cache.Collectors()...)
 	cs = append(cs, ratelimit.Collectors()...)
 	cs = append(cs, filestore.Collectors()...)
+	cs = append(cs, idempotency.Collectors()...)
 	cs = append(cs, db.Collectors(ctx, p.DB)...)
 	p.Metrics.Registry.MustRegister(cs...)
 }

@@ -64,6 +64,9 @@ func NewServer(p *Platform, build string, mods ...module.Module) (*Server, error
 	registerBuildInfo(p, build, mods)
 	s.probe = newReadiness(p.Metrics.Registry)
 	s.Engine.Use(p.Auth.Middleware())
+	// Right after the token is read, so that it covers every authenticated
+	// write of every module in one place (the scope is the token's sub).
+	s.Engine.Use(p.Idempotency.Middleware())
 	s.checkers = append(s.checkers, Checker{Name: "database", Check: func(ctx context.Context) error { return p.DB.PingContext(ctx) }})
 	if p.Files != nil {
 		s.checkers = append(s.checkers, Checker{Name: "files", Check: p.Files.Ping})
@@ -219,6 +222,8 @@ func (s *Server) Start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.goRun(ctx, wg, "settings", func(ctx context.Context) error { return s.P.Settings.Run(ctx, time.Minute) })
 	s.goRun(ctx, wg, "outbox", s.P.Outbox.Run)
 	s.goRun(ctx, wg, "events", s.P.Events.Run)
+	// Deletes the kept answers older than idempotency.ttl.
+	s.goRun(ctx, wg, "idempotency", s.P.Idempotency.Run)
 	if addr := s.P.Config.HTTP.PprofAddr; addr != "" {
 		s.P.Log.Component("runner").WithField("addr", addr).Warn("runtime profiles served on http.pprof_addr (/debug/pprof/)")
 		s.goRun(ctx, wg, "pprof", func(ctx context.Context) error { return servePprof(ctx, addr) })

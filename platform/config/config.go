@@ -35,7 +35,9 @@ type Config struct {
 	Otel      Otel      `mapstructure:"otel"`
 	Events    Events    `mapstructure:"events"`
 	Imports   Imports   `mapstructure:"imports"`
-	Debug     bool      `mapstructure:"debug"`
+	// Idempotency keeps the answers of writes sent with Idempotency-Key.
+	Idempotency Idempotency `mapstructure:"idempotency"`
+	Debug       bool        `mapstructure:"debug"`
 }
 
 // Otel configures OpenTelemetry tracing: off unless an OTLP/HTTP endpoint is
@@ -65,6 +67,19 @@ type Imports struct {
 	// MaxInFlight is how many imports one replica runs at once; more answer
 	// 429 with Retry-After. 0 or less: no limit.
 	MaxInFlight int `mapstructure:"max_in_flight"`
+}
+
+// Idempotency configures the Idempotency-Key of authenticated writes
+// (platform/idempotency).
+type Idempotency struct {
+	// TTL is how long an answer is kept and replayed.
+	TTL time.Duration `mapstructure:"ttl"`
+	// Lease is how long a request may hold its key without a sign of life
+	// (it renews the lease while it runs): a key whose replica died mid-way
+	// is taken over by a retry once the lease has passed.
+	Lease time.Duration `mapstructure:"lease"`
+	// PurgeInterval is how often each replica deletes the answers older than TTL.
+	PurgeInterval time.Duration `mapstructure:"purge_interval"`
 }
 
 // HTTP configures the listener and request limits.
@@ -140,6 +155,17 @@ type Files struct {
 	// last under the body deadlines (filestore.SweepAge).
 	SweepInterval time.Duration `mapstructure:"sweep_interval"`
 	TmpMaxAge     time.Duration `mapstructure:"tmp_max_age"`
+	// ResumableTTL is how long an unfinished resumable upload (tus, system's
+	// /uploads) is kept after its creation; then its row and bytes go.
+	ResumableTTL time.Duration `mapstructure:"resumable_ttl"`
+	// ThumbSizes are the thumbnail sizes clients may ask for ("300x300"
+	// crops to fill, "300x300f" fits inside, "600x0" and "0x400" keep the
+	// ratio); ThumbMaxPixels refuses larger sources (decompression bombs);
+	// ThumbConcurrency bounds the thumbnails one replica makes at once (each
+	// holds a decoded source in memory).
+	ThumbSizes       []string `mapstructure:"thumb_sizes"`
+	ThumbMaxPixels   int64    `mapstructure:"thumb_max_pixels"`
+	ThumbConcurrency int      `mapstructure:"thumb_concurrency"`
 }
 
 // S3 configures an S3-compatible object store.
@@ -320,6 +346,7 @@ func Load(file string) (*Config, error) {
 	}
 	c.HTTP.CORSOrigins = splitList(c.HTTP.CORSOrigins)
 	c.Shortlink.AllowedHosts = splitList(c.Shortlink.AllowedHosts)
+	c.Files.ThumbSizes = splitList(c.Files.ThumbSizes)
 	if err := c.finish(); err != nil {
 		return nil, err
 	}
@@ -385,6 +412,10 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.dir", "")
 	v.SetDefault("files.sweep_interval", 10*time.Minute)
 	v.SetDefault("files.tmp_max_age", time.Hour)
+	v.SetDefault("files.resumable_ttl", 24*time.Hour)
+	v.SetDefault("files.thumb_sizes", []string{"100x100", "300x300", "600x0", "1200x0"})
+	v.SetDefault("files.thumb_max_pixels", 50_000_000)
+	v.SetDefault("files.thumb_concurrency", 2)
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
 	v.SetDefault("cache.max_entries", 10000)
@@ -395,6 +426,9 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("otel.endpoint", "")
 	v.SetDefault("otel.service_name", "agritrade")
+	v.SetDefault("idempotency.ttl", 24*time.Hour)
+	v.SetDefault("idempotency.lease", time.Minute)
+	v.SetDefault("idempotency.purge_interval", 10*time.Minute)
 	v.SetDefault("events.retention", 24*time.Hour)
 	v.SetDefault("events.heartbeat", 25*time.Second)
 	v.SetDefault("events.max_per_user", 8)
@@ -464,6 +498,12 @@ func (c *Config) finish() error {
 // validate refuses settings that cannot work, naming the key.
 func (c *Config) validate() error {
 	var bad []string
+	if c.Files.ThumbMaxPixels <= 0 {
+		bad = append(bad, fmt.Sprintf("files.thumb_max_pixels %d: must be positive", c.Files.ThumbMaxPixels))
+	}
+	if c.Files.ThumbConcurrency <= 0 {
+		bad = append(bad, fmt.Sprintf("files.thumb_concurrency %d: must be positive", c.Files.ThumbConcurrency))
+	}
 	if c.Files.SweepInterval <= 0 {
 		bad = append(bad, fmt.Sprintf("files.sweep_interval %s: must be positive", c.Files.SweepInterval))
 	}
@@ -472,6 +512,9 @@ func (c *Config) validate() error {
 	// fsync and clock skew between replicas sharing the directory.
 	if minAge := 2 * c.HTTP.BodyIdleTimeout; c.Files.TmpMaxAge <= 0 || c.Files.TmpMaxAge < minAge {
 		bad = append(bad, fmt.Sprintf("files.tmp_max_age %s: must be positive and at least twice http.body_idle_timeout (%s)", c.Files.TmpMaxAge, c.HTTP.BodyIdleTimeout))
+	}
+	if c.Files.ResumableTTL <= 0 {
+		bad = append(bad, fmt.Sprintf("files.resumable_ttl %s: must be positive", c.Files.ResumableTTL))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(bad, "; "))

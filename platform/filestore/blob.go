@@ -18,6 +18,8 @@ type Blobs interface {
 	// Open reads length bytes from offset; a negative length reads to the end.
 	// A missing object answers ErrNotExist.
 	Open(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+	// Stat answers the object's size; a missing object answers ErrNotExist.
+	Stat(ctx context.Context, key string) (int64, error)
 	// Delete removes the object; a missing one is not an error.
 	Delete(ctx context.Context, key string) error
 	// Ping tells whether the store answers (readiness).

@@ -152,6 +152,22 @@ func (l *Local) Open(_ context.Context, key string, offset, length int64) (io.Re
 	return readCloser{Reader: io.LimitReader(f, length), Closer: f}, nil
 }
 
+// Stat answers the file's size.
+func (l *Local) Stat(_ context.Context, key string) (int64, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return 0, err
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, ErrNotExist
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
 // Delete removes the file.
 func (l *Local) Delete(_ context.Context, key string) error {
 	p, err := l.path(key)

@@ -134,6 +134,21 @@ func (s *S3) Open(ctx context.Context, key string, offset, length int64) (io.Rea
 	return body, nil
 }
 
+// Stat asks for the object's size (a HEAD request).
+func (s *S3) Stat(ctx context.Context, key string) (int64, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	info, err := s.client.StatObject(ctx, s.bucket, s.prefix+key, minio.StatObjectOptions{})
+	if err != nil {
+		if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
+			return 0, ErrNotExist
+		}
+		return 0, err
+	}
+	return info.Size, nil
+}
+
 // Delete removes the object.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {

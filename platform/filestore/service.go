@@ -48,6 +48,13 @@ type Options struct {
 	// SweepAge how old they must be (see SweepAge); the defaults when zero.
 	SweepInterval time.Duration
 	SweepAge      time.Duration
+	// ThumbSizes are the thumbnail sizes clients may ask for (thumb.Parse
+	// grammar), ThumbMaxPixels the largest source (width x height) a
+	// thumbnail is made of, ThumbConcurrency how many thumbnails this
+	// replica makes at once; the defaults when empty or zero (thumbs.go).
+	ThumbSizes       []string
+	ThumbMaxPixels   int64
+	ThumbConcurrency int
 }
 
 // Service is module.Deps.Files: uploads, reads, archives and resolves files.
@@ -57,6 +64,7 @@ type Service struct {
 	blobs  Blobs
 	opts   Options
 	prefix string // BaseURL + Path
+	thumbs *thumbs
 }
 
 // New builds a Service over a database and a blob store.
@@ -82,6 +90,7 @@ func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
 	return &Service{
 		store: store{db: bdb}, db: bdb, blobs: blobs, opts: o,
 		prefix: strings.TrimRight(o.BaseURL, "/") + o.Path,
+		thumbs: newThumbs(o),
 	}
 }
 
@@ -111,6 +120,9 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckThumbSizes(cfg.Files.ThumbSizes); err != nil {
+		return nil, err
+	}
 	return New(bdb, blobs, Options{
 		BaseURL:  cfg.BaseURL,
 		MaxBytes: cfg.Files.MaxUploadMB << 20,
@@ -120,6 +132,10 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 		// Abandoned uploads are swept by RunSweeper, which the server runs.
 		SweepInterval: cfg.Files.SweepInterval,
 		SweepAge:      SweepAge(cfg),
+
+		ThumbSizes:       cfg.Files.ThumbSizes,
+		ThumbMaxPixels:   cfg.Files.ThumbMaxPixels,
+		ThumbConcurrency: cfg.Files.ThumbConcurrency,
 	}), nil
 }
 

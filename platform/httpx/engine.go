@@ -230,7 +230,8 @@ func accessLog(m *Metrics) gin.HandlerFunc {
 // limitJSONBody caps JSON bodies; multipart routes set their own, larger limit.
 func limitJSONBody(max int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if max > 0 && c.Request.Body != nil && !strings.HasPrefix(c.ContentType(), "multipart/") {
+		// Uploads (multipart forms, tus chunks) are limited by their routes.
+		if max > 0 && c.Request.Body != nil && !strings.HasPrefix(c.ContentType(), "multipart/") && c.ContentType() != "application/offset+octet-stream" {
 			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
 		}
 		c.Next()
@@ -262,10 +263,12 @@ func cors(origins []string) gin.HandlerFunc {
 		h := c.Writer.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
-		h.Set("Access-Control-Expose-Headers", "X-Request-ID, X-API-Version, X-Total-Count, ETag, Content-Disposition, Retry-After")
+		h.Set("Access-Control-Expose-Headers", "X-Request-ID, X-API-Version, X-Total-Count, ETag, Content-Disposition, Retry-After, Idempotent-Replayed, "+
+			"Location, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Tus-Checksum-Algorithm, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires, Upload-File-Id")
 		if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-None-Match, Range, X-Request-ID")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-None-Match, Range, X-Request-ID, Idempotency-Key, "+
+				"Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata, Upload-Checksum, Upload-Defer-Length, X-HTTP-Method-Override")
 			h.Set("Access-Control-Max-Age", "600")
 			c.AbortWithStatus(http.StatusNoContent)
 			return

@@ -1226,6 +1226,17 @@ export interface paths {
          *     ASCII `filename` fallback and the exact name in `filename*` (RFC 6266/8187). Responses carry
          *     `X-Content-Type-Options: nosniff`; documents that can script (HTML, XML, SVG) are always sent as
          *     `attachment` with a sandboxing `Content-Security-Policy`, so they never run as a page of the API's origin.
+         *
+         *     With `thumb`, a thumbnail of an image file (JPEG, PNG, GIF, WebP) is answered instead, `inline`: `WxH` is
+         *     scaled to fill the box and cropped to exactly W x H around the centre (grid tiles), `WxHf` fits inside the
+         *     box, `Wx0`/`0xH` keep the ratio (fit and ratio never enlarge a smaller picture). The EXIF orientation is
+         *     applied. The answer is `image/jpeg`, or `image/png` when the thumbnail has transparent pixels. Only the
+         *     sizes of the `files.thumb_sizes` setting are allowed (default `100x100`, `300x300`, `600x0`, `1200x0`);
+         *     another size, or a file that is not such an image, answers 400 `validation_failed` naming `thumb`. A
+         *     thumbnail is made on its first request, kept beside its file and served like a download afterwards
+         *     (`Range`, `ETag` — the file's hash and the size — with `If-None-Match` → 304). It has the file's
+         *     permissions and token: anyone else, or an archived file, 404. A source over `files.thumb_max_pixels`
+         *     (default 50 M pixels, checked on the header before decoding), or one that does not decode, answers 415.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -1498,6 +1509,83 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/system/v1/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a resumable upload (tus)
+         * @description tus 1.0.0 creation (`Tus-Resumable: 1.0.0`, else 412 with `Tus-Version`). `Upload-Length` is the file size
+         *     (over the upload limit: 413; 0: 400); `Upload-Defer-Length` is not supported (400). `Upload-Metadata`
+         *     (`key base64value,...`) carries the fields of the multipart upload (`POST /system/v1/files`): `bucket`, `type`,
+         *     `name`, `organisationId`, `organisations` (comma-separated); they are checked as the form's fields are (400
+         *     with `validation[]`, 403 for an organisation the caller is not a member of), other keys are ignored. With a
+         *     body (`Content-Type: application/offset+octet-stream`, creation-with-upload) the first chunk is stored as a
+         *     `PATCH` would store it; a refused first chunk leaves no upload. Answers 201 with `Location` (the upload's
+         *     URL) and `Upload-Expires` (`files.resumable_ttl`, default 24 h, after creation: then the upload and its bytes
+         *     are removed). The upload is reachable only by its creator.
+         */
+        post: operations["createResumableUpload"];
+        delete?: never;
+        /**
+         * Describe the resumable upload server (tus)
+         * @description tus 1.0.0 discovery: the protocol version, the extensions (`creation`, `creation-with-upload`, `termination`,
+         *     `expiration`, `checksum`), the largest upload and the checksum algorithm (`sha256`). No token needed.
+         */
+        options: operations["describeResumableUploads"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/system/v1/uploads/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a resumable upload (tus termination)
+         * @description Removes the upload and its bytes; a finished upload's file stays (archive it with `DELETE
+         *     /system/v1/files/{id}`). Another user's, an unknown or an expired upload: 404; one being written: 423.
+         */
+        delete: operations["terminateResumableUpload"];
+        options?: never;
+        /**
+         * Ask a resumable upload's offset (tus)
+         * @description Answers `Upload-Offset` (bytes received), `Upload-Length` and `Upload-Metadata`; while unfinished
+         *     `Upload-Expires`, once finished `Upload-File-Id` (the file it became). Another user's, an unknown or an
+         *     expired upload: 404. `Cache-Control: no-store`.
+         */
+        head: operations["getResumableUploadOffset"];
+        /**
+         * Send a chunk of a resumable upload (tus)
+         * @description Appends the body (`Content-Type: application/offset+octet-stream`, else 415) at `Upload-Offset`, which must
+         *     be the upload's offset (else 409: ask it with HEAD). A chunk is stored whole or not at all: a broken
+         *     connection, bytes past `Upload-Length` (413) or an `Upload-Checksum: sha256 <base64>` that does not match
+         *     (460; another algorithm: 400) leave the upload as it was. One request writes an upload at a time, whichever
+         *     replica serves it: another one meanwhile answers 423 (retry). When the last byte arrives the content is
+         *     checked as any upload is (type sniffed per bucket: 415, and the upload is removed) and becomes an ordinary
+         *     file (`GET /system/v1/files/{id}`, SHA-256 in `info.hash`): the answer carries `Upload-File-Id`. Another
+         *     user's, an unknown or an expired upload: 404.
+         */
+        patch: operations["appendResumableUpload"];
         trace?: never;
     };
     "/versions": {
@@ -1887,10 +1975,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
-             * @description Machine-readable error code. 400 `validation_failed` (body, query or path failed validation; `validation` lists every failing field) or `bad_request` (malformed JSON, wrong content type, unknown sort field, unparseable number); 401 `unauthorized`; 403 `forbidden`; 404 `not_found`; 405 `method_not_allowed`; 409 `conflict`; 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`; 500 `internal`; 503 `unavailable`.
+             * @description Machine-readable error code. 400 `validation_failed` (body, query or path failed validation; `validation` lists every failing field) or `bad_request` (malformed JSON, wrong content type, unknown sort field, unparseable number); 401 `unauthorized`; 403 `forbidden`; 404 `not_found`; 405 `method_not_allowed`; 409 `conflict`; 422 `idempotency_key_reused`; 413 `payload_too_large`; 415 `unsupported_media_type`; 429 `rate_limited`; 500 `internal`; 503 `unavailable`.
              * @enum {string}
              */
-            code: "validation_failed" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
+            code: "validation_failed" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_reused" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
             /** @description Human-readable sentence. Generic for `internal`; details are only logged with the request id. */
             message: string;
             /** @description Stack trace; empty unless the server runs in debug mode. */
@@ -2763,6 +2851,49 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `conflict`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds. */
+        IdempotencyInFlight: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "conflict",
+                 *       "message": "A request with this Idempotency-Key is still running; retry after Retry-After.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `idempotency_key_reused`: the `Idempotency-Key` was used before with another request body. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "idempotency_key_reused",
+                 *       "message": "This Idempotency-Key was used with another request; use a new key for a new request.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description `internal`: unexpected error; the message is generic, details are logged with the request id. */
         Internal: {
             headers: {
@@ -2861,6 +2992,72 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `bad_request`: the chunk does not match its `Upload-Checksum` (tus checksum extension); nothing of it is kept. */
+        TusChecksumMismatch: {
+            headers: {
+                "Tus-Resumable": components["headers"]["TusResumable"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "bad_request",
+                 *       "message": "the chunk does not match its Upload-Checksum",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `conflict`: 409 `Upload-Offset` is not the uploads offset (ask it with HEAD); 423 another request is writing the upload (retry). */
+        TusConflict: {
+            headers: {
+                "Tus-Resumable": components["headers"]["TusResumable"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "conflict",
+                 *       "message": "Upload-Offset 5 is not the uploads offset 0.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `bad_request`: `Tus-Resumable` is missing or not `1.0.0` (`Tus-Version` lists the supported version). */
+        TusPreconditionFailed: {
+            headers: {
+                "Tus-Resumable": components["headers"]["TusResumable"];
+                "X-API-Version": components["headers"]["XAPIVersion"];
+                "X-Request-ID": components["headers"]["XRequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "body": {},
+                 *       "code": "bad_request",
+                 *       "message": "Tus-Resumable must be 1.0.0.",
+                 *       "stack": "",
+                 *       "status": "error",
+                 *       "validation": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description `unauthorized`: missing, malformed, expired, not yet valid (`iat`/`nbf` more than a minute ahead) or badly signed token (on public operations only when a token is sent and is invalid). `WWW-Authenticate` carries the Bearer challenge (RFC 6750). */
         Unauthorized: {
             headers: {
@@ -2939,6 +3136,11 @@ export interface components {
          */
         Format: "json" | "csv";
         /**
+         * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+         * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+         */
+        IdempotencyKey: string;
+        /**
          * @description ETag of a cached representation; when it matches, the answer is 304 without a body.
          * @example "5d41402abc4b2a76b9719d911017c592"
          */
@@ -2973,11 +3175,15 @@ export interface components {
          * @example false
          */
         SortDesc: boolean;
+        /** @description `1.0.0` (another value or none: 412). */
+        TusResumable: string;
         /**
          * @description Catching up: only what changed after this RFC 3339 date-time (`2026-11-21T15:04:05Z`); without `sortBy`, oldest change first. Malformed: 400 `validation_failed` naming `updatedSinceUTC`.
          * @example 2026-11-21T15:04:05Z
          */
         UpdatedSinceUTC: string;
+        /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+        UploadChecksum: string;
     };
     requestBodies: never;
     headers: {
@@ -2997,6 +3203,12 @@ export interface components {
         RedirectLocation: string;
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
+        /** @description `1.0.0`: the tus protocol version, on every tus answer. */
+        TusResumable: string;
+        /** @description When an unfinished upload and its bytes are removed (HTTP date). */
+        UploadExpires: string;
+        /** @description Id of the file a finished upload became (`GET /system/v1/files/{id}`). */
+        UploadFileId: string;
         /**
          * @description Bearer challenge of every 401 (RFC 6750): `Bearer realm="agritrade"` when no token was sent; `Bearer realm="agritrade", error="invalid_token", error_description="the token has expired"` when the sent token is refused (the description names the failed check: malformed, signature, expired, `nbf`, `iat`, issuer, audience, missing claim).
          * @example Bearer realm="agritrade", error="invalid_token", error_description="the token has expired"
@@ -3070,7 +3282,13 @@ export interface operations {
     reviewListingReports: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3103,6 +3321,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3198,7 +3417,13 @@ export interface operations {
     updateLivestockAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3223,7 +3448,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3397,7 +3624,13 @@ export interface operations {
     createBeddingListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3422,7 +3655,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3430,7 +3665,13 @@ export interface operations {
     createCattleListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3455,7 +3696,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3463,7 +3706,13 @@ export interface operations {
     createFeedListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3488,7 +3737,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3496,7 +3747,13 @@ export interface operations {
     createSheepListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3521,7 +3778,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3529,7 +3788,13 @@ export interface operations {
     createWorkingDogListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3554,7 +3819,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3596,7 +3863,13 @@ export interface operations {
     updateListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3629,6 +3902,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3636,7 +3910,13 @@ export interface operations {
     closeListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3669,6 +3949,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3676,7 +3957,13 @@ export interface operations {
     reportListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3709,6 +3996,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3716,7 +4004,13 @@ export interface operations {
     addToWishlist: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3743,6 +4037,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3750,7 +4046,13 @@ export interface operations {
     removeFromWishlist: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Listing id.
@@ -3777,6 +4079,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3822,7 +4126,13 @@ export interface operations {
     createSavedSearch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3847,6 +4157,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3854,7 +4165,13 @@ export interface operations {
     deleteSavedSearch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Saved search id.
@@ -3877,8 +4194,11 @@ export interface operations {
                     "application/json": components["schemas"]["Confirmation"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3914,7 +4234,13 @@ export interface operations {
     updateLogisticsAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3939,7 +4265,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4039,7 +4367,13 @@ export interface operations {
     createLoads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4067,6 +4401,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4074,7 +4409,13 @@ export interface operations {
     uploadLoadBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4099,8 +4440,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4144,7 +4487,13 @@ export interface operations {
     createCarrierLoads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4172,6 +4521,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4219,7 +4569,13 @@ export interface operations {
     recordProofsOfDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4246,6 +4602,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4253,7 +4610,13 @@ export interface operations {
     sendLoadsToCarrier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4280,6 +4643,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4287,7 +4651,13 @@ export interface operations {
     sendLoadsToDriver: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4314,6 +4684,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4355,7 +4726,13 @@ export interface operations {
     recordProofOfDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Load id.
@@ -4388,6 +4765,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4539,7 +4917,13 @@ export interface operations {
     updateSystemAdminSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4564,7 +4948,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4572,7 +4958,13 @@ export interface operations {
     clearCache: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4597,7 +4989,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4649,7 +5043,13 @@ export interface operations {
     importCommodityVarieties: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4674,8 +5074,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4784,7 +5186,13 @@ export interface operations {
     createConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4809,7 +5217,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4885,7 +5295,13 @@ export interface operations {
     addConversationMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Conversation id.
@@ -4916,7 +5332,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4994,7 +5412,13 @@ export interface operations {
     requestGrainSampleAnalysis: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5019,7 +5443,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5027,7 +5453,13 @@ export interface operations {
     askExpert: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5052,7 +5484,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5060,7 +5494,13 @@ export interface operations {
     uploadFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5085,8 +5525,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5104,6 +5546,13 @@ export interface operations {
                  * @example eyJhbGciOiJIUzI1NiJ9.eyJmaWQiOiIwMTk2YTNmMiJ9.c2lnbmF0dXJl
                  */
                 token?: string;
+                /**
+                 * @description A thumbnail size instead of the file (images only): `WxH` crops to fill, `WxHf` fits inside, `Wx0`/`0xH`
+                 *     keep the ratio. Only the configured sizes (`files.thumb_sizes`, default `100x100,300x300,600x0,1200x0`);
+                 *     any other answers 400.
+                 * @example 300x300
+                 */
+                thumb?: string;
             };
             header?: {
                 /**
@@ -5167,6 +5616,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5175,7 +5625,13 @@ export interface operations {
     deleteFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description File id.
@@ -5202,6 +5658,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5598,6 +6056,239 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createResumableUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+                /** @description Size of the whole file in bytes. */
+                "Upload-Length": number;
+                /** @description `bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=` (keys and base64 values). */
+                "Upload-Metadata"?: string;
+                /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+                "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/offset+octet-stream": Blob;
+            };
+        };
+        responses: {
+            /** @description The upload is created. */
+            201: {
+                headers: {
+                    /** @description Absolute URL of the upload (`.../system/v1/uploads/{id}`). */
+                    Location?: string;
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "Upload-Expires": components["headers"]["UploadExpires"];
+                    "Upload-File-Id": components["headers"]["UploadFileId"];
+                    /** @description Bytes received (with a first chunk). */
+                    "Upload-Offset"?: number;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["TusConflict"];
+            412: components["responses"]["TusPreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            460: components["responses"]["TusChecksumMismatch"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    describeResumableUploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the server supports. */
+            204: {
+                headers: {
+                    /** @description `sha256`. */
+                    "Tus-Checksum-Algorithm"?: string;
+                    /** @description `creation,creation-with-upload,termination,expiration,checksum`. */
+                    "Tus-Extension"?: string;
+                    /** @description Largest `Upload-Length` in bytes (`files.max_upload_mb`). */
+                    "Tus-Max-Size"?: number;
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    /** @description `1.0.0`. */
+                    "Tus-Version"?: string;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    terminateResumableUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload is removed. */
+            204: {
+                headers: {
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyInFlight"];
+            412: components["responses"]["TusPreconditionFailed"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["TusConflict"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getResumableUploadOffset: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+            };
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload's state (no body). */
+            200: {
+                headers: {
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "Upload-Expires": components["headers"]["UploadExpires"];
+                    "Upload-File-Id": components["headers"]["UploadFileId"];
+                    /** @description Size of the whole file. */
+                    "Upload-Length"?: number;
+                    /** @description The metadata given at creation. */
+                    "Upload-Metadata"?: string;
+                    /** @description Bytes received. */
+                    "Upload-Offset"?: number;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["TusPreconditionFailed"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    appendResumableUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `1.0.0` (another value or none: 412). */
+                "Tus-Resumable": components["parameters"]["TusResumable"];
+                /** @description Where the chunk starts. */
+                "Upload-Offset": number;
+                /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+                "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
+                /**
+                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
+                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Upload id (the last segment of `Location`).
+                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/offset+octet-stream": Blob;
+            };
+        };
+        responses: {
+            /** @description The chunk is stored. */
+            204: {
+                headers: {
+                    "Tus-Resumable": components["headers"]["TusResumable"];
+                    "Upload-Expires": components["headers"]["UploadExpires"];
+                    "Upload-File-Id": components["headers"]["UploadFileId"];
+                    /** @description Bytes received now. */
+                    "Upload-Offset"?: number;
+                    "X-API-Version": components["headers"]["XAPIVersion"];
+                    "X-Request-ID": components["headers"]["XRequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["TusConflict"];
+            412: components["responses"]["TusPreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            423: components["responses"]["TusConflict"];
+            460: components["responses"]["TusChecksumMismatch"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"encoding/base64"
 	"errors"
 	"io"
 	"mime"
@@ -111,17 +112,52 @@ func (f *form) read(part *multipart.Part) error {
 		}
 		return partError(err)
 	}
+	f.field(name, value)
+	return nil
+}
+
+// field checks one text field and takes it into the form; problems go to
+// f.fields. The multipart form and a resumable upload's Upload-Metadata
+// (metadataInput) both come through here.
+func (f *form) field(name, value string) {
 	if !httpx.CheckText(&f.fields, httpx.Printable(name), name) || !httpx.CheckText(&f.fields, name, value) {
-		return nil
+		return
 	}
 	if f.seen[name] && name != "organisations" {
 		f.fields.Add(name, "duplicate", "is given more than once", nil)
-		return nil
+		return
 	}
 	if f.set(name, value) {
 		f.seen[name] = true
 	}
-	return nil
+}
+
+// metadataInput reads a tus Upload-Metadata header ("key base64,key base64",
+// keys without a value allowed) as the text fields of the upload form: the
+// same names, limits and checks (form.field). Unknown keys are ignored, as
+// unknown form parts are.
+func metadataInput(header string) (filestore.PutInput, error) {
+	f := &form{seen: map[string]bool{}}
+	if strings.TrimSpace(header) == "" {
+		return f.in, nil
+	}
+	for _, pair := range strings.Split(header, ",") {
+		key, val, _ := strings.Cut(strings.TrimSpace(pair), " ")
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(val))
+		if key == "" || err != nil {
+			return f.in, apierr.BadRequest("Upload-Metadata must be comma-separated pairs of a key and a base64 value")
+		}
+		f.parts++
+		if f.parts > maxParts {
+			return f.in, apierr.BadRequest("Upload-Metadata has more than %d keys", maxParts)
+		}
+		if len(raw) > maxFieldBytes {
+			f.fields.Add(key, "max_length", "is longer than the form field limit", map[string]any{"max": maxFieldBytes})
+			continue
+		}
+		f.field(key, string(raw))
+	}
+	return f.in, f.fields.Err()
 }
 
 // rest is PutInput.Rest: the input with the fields that came after the file.

@@ -93,7 +93,46 @@ func (h *Handler) download(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if raw, ok := c.GetQuery("thumb"); ok {
+		return h.thumbnail(c, rec, raw)
+	}
 	return h.serve(c, rec, inline)
+}
+
+// thumbnail answers a thumbnail of the file the caller may read (API.md
+// "Thumbnails"): the size and the file's type are checked first (400), a
+// matching If-None-Match answers 304 before the store is asked anything,
+// then the stored thumbnail (made on the first request) is served like a
+// download, inline.
+func (h *Handler) thumbnail(c *gin.Context, rec *filestore.Record, raw string) error {
+	spec, err := h.files.ThumbSpec(rec, raw)
+	if err != nil {
+		return err
+	}
+	if notModified(c, filestore.ThumbETag(rec, spec)) {
+		return nil
+	}
+	t, err := h.files.Thumbnail(c.Request.Context(), rec, spec)
+	if err != nil {
+		return err
+	}
+	return h.serve(c, t, true)
+}
+
+// notModified sets the validators of a download and answers 304 when the
+// client's If-None-Match names etag.
+func notModified(c *gin.Context, etag string) bool {
+	hdr := c.Writer.Header()
+	hdr.Set("ETag", etag)
+	// Private: the bytes are behind a token. no-cache: revalidate with the
+	// ETag, so that an archived file stops being served from caches.
+	hdr.Set("Cache-Control", "private, no-cache")
+	if inm := c.GetHeader("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+		c.Status(http.StatusNotModified)
+		c.Writer.WriteHeaderNow()
+		return true
+	}
+	return false
 }
 
 // serve writes the content with its validators: 304 for a matching
@@ -102,13 +141,7 @@ func (h *Handler) download(c *gin.Context) error {
 func (h *Handler) serve(c *gin.Context, rec *filestore.Record, inline bool) error {
 	hdr := c.Writer.Header()
 	etag := rec.ETag()
-	hdr.Set("ETag", etag)
-	// Private: the bytes are behind a token. no-cache: revalidate with the
-	// ETag, so that an archived file stops being served from caches.
-	hdr.Set("Cache-Control", "private, no-cache")
-	if inm := c.GetHeader("If-None-Match"); inm != "" && etagMatches(inm, etag) {
-		c.Status(http.StatusNotModified)
-		c.Writer.WriteHeaderNow()
+	if notModified(c, etag) {
 		return nil
 	}
 	hdr.Set("Accept-Ranges", "bytes")

@@ -1,0 +1,259 @@
+package filestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/filestore/thumb"
+	"golang.org/x/sync/singleflight"
+)
+
+// Thumbnails (API.md "Thumbnails"). A thumbnail is made the first time a
+// (file, size) is asked for, stored in the blob store beside its file, and
+// from then on served like a file: a derived Record whose Path is the
+// thumbnail's key, so Read, ranges and entity tags work unchanged. It has the
+// file's permissions because callers reach it only through the file's record
+// (Get or GetSigned), and an archived file's thumbnails answer 404 with it;
+// their bytes stay, like the file's.
+//
+// Making one holds a decoded source in memory (up to about 250 MB at the
+// default pixel limit, see thumb.Make). A burst of first requests, for many
+// images or sizes at once, must not add those up: one replica makes at most
+// files.thumb_concurrency thumbnails at a time (default 2), the others wait
+// their turn (at most thumbTimeout, then 503). Requests for the same
+// thumbnail share one making (singleflight).
+
+// Defaults of the thumbnail settings, for a Service built without them.
+const (
+	DefaultThumbMaxPixels   = 50_000_000
+	DefaultThumbConcurrency = 2
+)
+
+// DefaultThumbSizes are the sizes allowed when none are configured.
+var DefaultThumbSizes = []string{"100x100", "300x300", "600x0", "1200x0"}
+
+// thumbTimeout bounds one making, the wait for a slot included. It runs
+// detached from the request that started it (others may share its result,
+// and a thumbnail made for a client that left is still kept for the next).
+const thumbTimeout = time.Minute
+
+// thumbs is the Service's thumbnail state.
+type thumbs struct {
+	sizes     map[string]thumb.Spec // by the text a client sends
+	allowed   []string              // as configured, for the error message
+	maxPixels int64
+	slots     chan struct{} // a semaphore: one token per making in progress
+	flight    singleflight.Group
+}
+
+func newThumbs(o Options) *thumbs {
+	t := &thumbs{sizes: map[string]thumb.Spec{}, maxPixels: o.ThumbMaxPixels}
+	if t.maxPixels <= 0 {
+		t.maxPixels = DefaultThumbMaxPixels
+	}
+	n := o.ThumbConcurrency
+	if n <= 0 {
+		n = DefaultThumbConcurrency
+	}
+	t.slots = make(chan struct{}, n)
+	sizes := o.ThumbSizes
+	if len(sizes) == 0 {
+		sizes = DefaultThumbSizes
+	}
+	for _, s := range sizes {
+		spec, err := thumb.Parse(s)
+		if err != nil {
+			continue // Open refuses them (CheckThumbSizes); New keeps the valid ones
+		}
+		t.sizes[s] = spec
+		t.allowed = append(t.allowed, s)
+	}
+	return t
+}
+
+// CheckThumbSizes refuses a configuration naming a size thumb.Parse does not read.
+func CheckThumbSizes(sizes []string) error {
+	for _, s := range sizes {
+		if _, err := thumb.Parse(s); err != nil {
+			return errors.New("files.thumb_sizes: " + err.Error())
+		}
+	}
+	return nil
+}
+
+// ThumbSpec checks the `thumb` query value for a file: 400 naming `thumb`
+// for a size that is not configured, or for a file that is not a JPEG, PNG,
+// GIF or WebP image.
+func (s *Service) ThumbSpec(rec *Record, raw string) (thumb.Spec, error) {
+	spec, ok := s.thumbs.sizes[raw]
+	if !ok {
+		var f apierr.Fields
+		f.OneOf("thumb", raw, s.thumbs.allowed...)
+		return thumb.Spec{}, f.Err()
+	}
+	if !isThumbSource(rec.ContentType) {
+		return thumb.Spec{}, apierr.Invalid(apierr.FieldError{
+			Path: "thumb", Code: "not_image", Message: "the file is not a JPEG, PNG, GIF or WebP image",
+			Data: map[string]any{"contentType": rec.ContentType},
+		})
+	}
+	return spec, nil
+}
+
+func isThumbSource(contentType string) bool {
+	for _, t := range thumb.Sources {
+		if contentType == t {
+			return true
+		}
+	}
+	return false
+}
+
+// ThumbETag is the entity tag of a thumbnail: the file's content hash and
+// the size. It is known without touching the blob store, so a revalidation
+// (If-None-Match) costs nothing.
+func ThumbETag(rec *Record, spec thumb.Spec) string { return `"` + thumbHash(rec, spec) + `"` }
+
+func thumbHash(rec *Record, spec thumb.Spec) string { return rec.Hash + "-" + spec.String() }
+
+// thumbKey is where a thumbnail lives: beside its file, named by the size
+// and the format ("images/2026/11/<id>.thumb-300x300.jpg"). Everything in
+// it is derived from the file and the size, so every replica computes the
+// same key.
+func thumbKey(rec *Record, spec thumb.Spec, contentType string) string {
+	return rec.Path + ".thumb-" + spec.String() + thumb.Ext(contentType)
+}
+
+// thumbTypes are the formats a thumbnail of a source may have, the likelier
+// first (each is one Stat on a hit): a JPEG is never transparent, a PNG
+// often is (logos, drawings), a GIF or WebP seldom.
+func thumbTypes(source string) []string {
+	switch source {
+	case thumb.JPEG:
+		return []string{thumb.JPEG}
+	case thumb.PNG:
+		return []string{thumb.PNG, thumb.JPEG}
+	default:
+		return []string{thumb.JPEG, thumb.PNG}
+	}
+}
+
+// Thumbnail answers the record of rec's thumbnail of spec (checked by
+// ThumbSpec), making and storing it first when it is not stored yet: 415
+// for a source over the pixel limit or that does not decode. Serve it with
+// Read like any record; its ETag is ThumbETag.
+func (s *Service) Thumbnail(ctx context.Context, rec *Record, spec thumb.Spec) (*Record, error) {
+	if t, err := s.storedThumb(ctx, rec, spec); t != nil || err != nil {
+		return t, err
+	}
+	ch := s.thumbs.flight.DoChan(rec.Path+"|"+spec.String(), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), thumbTimeout)
+		defer cancel()
+		return s.makeThumb(ctx, rec, spec)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, apierr.Wrap(ctx.Err(), apierr.CodeBadRequest, "the request ended while its thumbnail was made")
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*Record), nil
+	}
+}
+
+// storedThumb answers the stored thumbnail, or nil when there is none yet.
+func (s *Service) storedThumb(ctx context.Context, rec *Record, spec thumb.Spec) (*Record, error) {
+	for _, ct := range thumbTypes(rec.ContentType) {
+		key := thumbKey(rec, spec, ct)
+		size, err := s.blobs.Stat(ctx, key)
+		if err == nil {
+			return thumbRecord(rec, spec, key, ct, size), nil
+		}
+		if !errors.Is(err, ErrNotExist) {
+			return nil, s.storeError(err)
+		}
+	}
+	return nil, nil
+}
+
+// makeThumb is the one making of a (file, size) on this replica: wait for a
+// slot, look again (a making that finished meanwhile), read the source,
+// make, store.
+func (s *Service) makeThumb(ctx context.Context, rec *Record, spec thumb.Spec) (*Record, error) {
+	waited := time.Now()
+	select {
+	case s.thumbs.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, apierr.Unavailable(ctx.Err(), "thumbnail making (busy)")
+	}
+	defer func() { <-s.thumbs.slots }()
+	thumbWait.Observe(time.Since(waited).Seconds())
+	if t, err := s.storedThumb(ctx, rec, spec); t != nil || err != nil {
+		return t, err
+	}
+	body, err := s.Read(ctx, rec, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = body.Close() }()
+	src := &sourceReader{r: body}
+	started := time.Now()
+	data, ct, err := thumb.Make(src, spec, s.thumbs.maxPixels)
+	if src.err != nil {
+		return nil, s.storeError(src.err)
+	}
+	var tooLarge *thumb.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, apierr.New(apierr.CodeUnsupportedMedia, "no thumbnail: %s", tooLarge.Error())
+	case errors.Is(err, thumb.ErrNotImage):
+		return nil, apierr.Wrap(err, apierr.CodeUnsupportedMedia, "no thumbnail: the file cannot be read as an image")
+	case err != nil:
+		return nil, apierr.Internal(err)
+	}
+	thumbSeconds.Observe(time.Since(started).Seconds())
+	key := thumbKey(rec, spec, ct)
+	// Several replicas may make the same thumbnail at the same moment (the
+	// singleflight is per process). That is harmless: each makes the same
+	// bytes (same source, same code, deterministic encoders) under the same
+	// key, and a Put is atomic on both backends (a rename, one S3 PUT), so
+	// readers see one whole object, whichever write lands last.
+	n, err := s.blobs.Put(ctx, key, bytes.NewReader(data))
+	if err != nil {
+		return nil, s.storeError(err)
+	}
+	thumbsMade.Inc()
+	return thumbRecord(rec, spec, key, ct, n), nil
+}
+
+// sourceReader keeps apart a failure of the store while the source is read
+// (503 or 500) from content that does not decode (415).
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	return n, err
+}
+
+// thumbRecord is the file's record as a thumbnail: same id and permissions,
+// the thumbnail's key, type and size. Hash is not a content hash here but
+// what ThumbETag is made of.
+func thumbRecord(rec *Record, spec thumb.Spec, key, contentType string, size int64) *Record {
+	t := *rec
+	t.Path, t.ContentType, t.Size, t.Hash = key, contentType, size, thumbHash(rec, spec)
+	t.Name = strings.TrimSuffix(rec.Name, path.Ext(rec.Name)) + "-" + spec.String() + thumb.Ext(contentType)
+	return &t
+}

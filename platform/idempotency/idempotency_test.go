@@ -1,0 +1,415 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/app"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/idempotency"
+	"github.com/agritrade/api/platform/module"
+	"github.com/agritrade/api/platform/testkit"
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// probe is a module whose routes make the answers the middleware must tell
+// apart: a create that writes a row, a slow one, a failing one, a large answer.
+type probe struct {
+	module.Base
+	db      *bun.DB
+	calls   atomic.Int64
+	started chan struct{}
+	release chan struct{}
+}
+
+func newProbe(db *bun.DB) *probe {
+	return &probe{
+		Base: module.Base{ModuleName: "probe", ModuleVersion: "1.0.0", Document: []byte("openapi: 3.0.3\ninfo: {title: probe, version: 1.0.0}\npaths: {}\n"),
+			MigrationFS: fstest.MapFS{
+				"0001_items.up.sql":   {Data: []byte("CREATE TABLE probe_items (id TEXT PRIMARY KEY, size INTEGER NOT NULL)")},
+				"0001_items.down.sql": {Data: []byte("DROP TABLE probe_items")},
+			}},
+		db: db, started: make(chan struct{}, 8), release: make(chan struct{}),
+	}
+}
+
+func (m *probe) Mount(r module.Routes) {
+	g := r.API.Group("", auth.RequireAuth())
+	create := func(c *gin.Context) error {
+		m.calls.Add(1)
+		body, err := io.ReadAll(c.Request.Body)
+		if err != nil {
+			return err
+		}
+		id := uuid.NewString()
+		if _, err := m.db.NewRaw("INSERT INTO probe_items (id, size) VALUES (?, ?)", id, len(body)).Exec(c.Request.Context()); err != nil {
+			return err
+		}
+		c.Header("Location", "/probe/v1/items/"+id)
+		c.JSON(http.StatusCreated, gin.H{"status": "success", "id": id, "size": len(body)})
+		return nil
+	}
+	g.POST("/items", httpx.H(create))
+	g.PUT("/items/:id", httpx.H(create))
+	g.POST("/slow", httpx.H(func(c *gin.Context) error {
+		m.started <- struct{}{}
+		<-m.release
+		return create(c)
+	}))
+	g.POST("/fail", httpx.H(func(c *gin.Context) error {
+		m.calls.Add(1)
+		return errors.New("boom")
+	}))
+	g.POST("/invalid", httpx.H(func(c *gin.Context) error {
+		m.calls.Add(1)
+		return httpxInvalid()
+	}))
+	g.POST("/big", httpx.H(func(c *gin.Context) error {
+		m.calls.Add(1)
+		c.Data(http.StatusOK, "application/octet-stream", bytes.Repeat([]byte("x"), 2<<20))
+		return nil
+	}))
+}
+
+func (m *probe) count(t *testing.T) int64 {
+	t.Helper()
+	n, err := m.db.NewSelect().Table("probe_items").Count(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+var (
+	ann = auth.Principal{UserID: "ann", Name: "Ann", OrgID: "o1", Orgs: []string{"o1"}}
+	bob = auth.Principal{UserID: "bob", Name: "Bob", OrgID: "o2", Orgs: []string{"o2"}}
+)
+
+func start(t *testing.T, db *bun.DB, configure func(*config.Config)) (*testkit.Server, *probe) {
+	t.Helper()
+	m := newProbe(db)
+	s := testkit.NewServer(t, db, func(*app.Platform) []module.Module { return []module.Module{m} },
+		testkit.Options{NoValidate: true, Configure: configure})
+	return s, m
+}
+
+func post(s *testkit.Server, who auth.Principal, path, key string, body any) *testkit.Response {
+	r := testkit.Request{Method: http.MethodPost, Path: path, Token: s.Token(who), JSON: body}
+	if key != "" {
+		r.Header = map[string]string{idempotency.Header: key}
+	}
+	return s.Do(r)
+}
+
+func keptRows(t *testing.T, db *bun.DB) int64 {
+	t.Helper()
+	n, err := db.NewSelect().Table("platform_idempotency").Count(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestIdempotency_200_RepeatIsReplayedAndChangesNothing(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		body := map[string]any{"name": "ewes"}
+		first := post(s, ann, "/probe/v1/items", "k-1", body)
+		if first.Status != http.StatusCreated || first.Header.Get(idempotency.ReplayedHeader) != "" {
+			t.Fatalf("first: %d %v %s", first.Status, first.Header, first.Body)
+		}
+		for i := 0; i < 2; i++ {
+			again := post(s, ann, "/probe/v1/items", "k-1", body)
+			if again.Status != first.Status || !bytes.Equal(again.Body, first.Body) {
+				t.Fatalf("repeat: %d %s, want %d %s", again.Status, again.Body, first.Status, first.Body)
+			}
+			if again.Header.Get(idempotency.ReplayedHeader) != "true" {
+				t.Fatalf("repeat without %s: %v", idempotency.ReplayedHeader, again.Header)
+			}
+			for _, h := range []string{"Content-Type", "Location", "X-API-Version"} {
+				if again.Header.Get(h) != first.Header.Get(h) {
+					t.Fatalf("%s %q, want %q", h, again.Header.Get(h), first.Header.Get(h))
+				}
+			}
+			if again.Header.Get("X-Request-ID") == first.Header.Get("X-Request-ID") {
+				t.Fatal("a replay repeats the first request's id")
+			}
+		}
+		if n := m.count(t); n != 1 || m.calls.Load() != 1 {
+			t.Fatalf("%d rows, %d calls after a request and two repeats; want 1, 1", n, m.calls.Load())
+		}
+		// The scope is (sub, method, path, key): another user, path or method runs.
+		post(s, bob, "/probe/v1/items", "k-1", body)
+		s.Do(testkit.Request{Method: http.MethodPut, Path: "/probe/v1/items/x", Token: s.Token(ann), JSON: body, Header: map[string]string{idempotency.Header: "k-1"}})
+		post(s, ann, "/probe/v1/items", "k-2", body)
+		// Without a key nothing is kept.
+		post(s, ann, "/probe/v1/items", "", body)
+		post(s, ann, "/probe/v1/items", "", body)
+		if n := m.count(t); n != 6 {
+			t.Fatalf("%d rows, want 6", n)
+		}
+		if n := keptRows(t, db); n != 4 {
+			t.Fatalf("%d kept answers, want 4", n)
+		}
+	})
+}
+
+func TestIdempotency_422_SameKeyOtherBody(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		if r := post(s, ann, "/probe/v1/items", "k", map[string]any{"n": 1}); r.Status != http.StatusCreated {
+			t.Fatalf("first: %d %s", r.Status, r.Body)
+		}
+		r := post(s, ann, "/probe/v1/items", "k", map[string]any{"n": 2})
+		if r.Status != http.StatusUnprocessableEntity || r.Error(t).Code != "idempotency_key_reused" {
+			t.Fatalf("other body: %d %s", r.Status, r.Body)
+		}
+		// Same bytes under another content type are another request too.
+		r = s.Do(testkit.Request{Method: http.MethodPost, Path: "/probe/v1/items", Token: s.Token(ann), JSON: `{"n":1}`,
+			ContentType: "text/plain", Header: map[string]string{idempotency.Header: "k"}})
+		if r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("other content type: %d %s", r.Status, r.Body)
+		}
+		if n := m.count(t); n != 1 {
+			t.Fatalf("%d rows, want 1", n)
+		}
+	})
+}
+
+func TestIdempotency_409_WhileTheFirstRuns(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		body := map[string]any{"n": 1}
+		first := make(chan *testkit.Response, 1)
+		go func() { first <- post(s, ann, "/probe/v1/slow", "k", body) }()
+		<-m.started
+		r := post(s, ann, "/probe/v1/slow", "k", body)
+		if r.Status != http.StatusConflict || r.Error(t).Code != "conflict" || r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("while running: %d %v %s", r.Status, r.Header, r.Body)
+		}
+		// Another body while it runs is a reused key all the same.
+		if r := post(s, ann, "/probe/v1/slow", "k", map[string]any{"n": 2}); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("other body while running: %d %s", r.Status, r.Body)
+		}
+		close(m.release)
+		f := <-first
+		if f.Status != http.StatusCreated {
+			t.Fatalf("first: %d %s", f.Status, f.Body)
+		}
+		r = post(s, ann, "/probe/v1/slow", "k", body)
+		if r.Status != http.StatusCreated || !bytes.Equal(r.Body, f.Body) || r.Header.Get(idempotency.ReplayedHeader) != "true" {
+			t.Fatalf("after: %d %s", r.Status, r.Body)
+		}
+		if n := m.count(t); n != 1 {
+			t.Fatalf("%d rows, want 1", n)
+		}
+	})
+}
+
+func TestIdempotency_500_NotKeptRetryRunsAgain(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		for i := 0; i < 2; i++ {
+			r := post(s, ann, "/probe/v1/fail", "k", map[string]any{})
+			if r.Status != http.StatusInternalServerError || r.Header.Get(idempotency.ReplayedHeader) != "" {
+				t.Fatalf("attempt %d: %d %s", i, r.Status, r.Body)
+			}
+		}
+		if m.calls.Load() != 2 || keptRows(t, db) != 0 {
+			t.Fatalf("%d calls, %d kept; want 2, 0", m.calls.Load(), keptRows(t, db))
+		}
+		// A 4xx answer is kept: the same request meets the same answer.
+		a := post(s, ann, "/probe/v1/invalid", "k", map[string]any{})
+		b := post(s, ann, "/probe/v1/invalid", "k", map[string]any{})
+		if a.Status != http.StatusBadRequest || b.Status != a.Status || b.Header.Get(idempotency.ReplayedHeader) != "true" || m.calls.Load() != 3 {
+			t.Fatalf("4xx: %d then %d (%v), %d calls", a.Status, b.Status, b.Header, m.calls.Load())
+		}
+	})
+}
+
+func TestIdempotency_200_LargeAnswerNotKept(t *testing.T) {
+	s, m := start(t, testkit.DB(t, testkit.SQLite), nil)
+	for i := 0; i < 2; i++ {
+		if r := post(s, ann, "/probe/v1/big", "k", map[string]any{}); r.Status != http.StatusOK || len(r.Body) != 2<<20 {
+			t.Fatalf("attempt %d: %d, %d bytes", i, r.Status, len(r.Body))
+		}
+	}
+	if m.calls.Load() != 2 {
+		t.Fatalf("%d calls, want 2 (an answer over 1 MiB is not kept)", m.calls.Load())
+	}
+}
+
+func TestIdempotency_400_BadKey(t *testing.T) {
+	s, m := start(t, testkit.DB(t, testkit.SQLite), nil)
+	for name, key := range map[string]string{"empty": "", "long": strings.Repeat("k", 256), "control": "a\x01b", "non-ascii": "clé"} {
+		t.Run(name, func(t *testing.T) {
+			req := s.NewRequest(testkit.Request{Method: http.MethodPost, Path: "/probe/v1/items", Token: s.Token(ann), JSON: map[string]any{}})
+			req.Header[idempotency.Header] = []string{key}
+			r := serve(s, req)
+			if r.Status != http.StatusBadRequest || r.Error(t).Code != "validation_failed" || fmt.Sprint(r.Error(t).Paths()) != "[Idempotency-Key]" {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+		})
+	}
+	t.Run("twice", func(t *testing.T) {
+		req := s.NewRequest(testkit.Request{Method: http.MethodPost, Path: "/probe/v1/items", Token: s.Token(ann), JSON: map[string]any{}})
+		req.Header[idempotency.Header] = []string{"a", "b"}
+		if r := serve(s, req); r.Status != http.StatusBadRequest {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	})
+	if r := post(s, ann, "/probe/v1/items", strings.Repeat("k", 255), map[string]any{}); r.Status != http.StatusCreated {
+		t.Fatalf("255 characters: %d %s", r.Status, r.Body)
+	}
+	if m.calls.Load() != 1 {
+		t.Fatalf("%d calls, want 1", m.calls.Load())
+	}
+}
+
+func serve(s *testkit.Server, req *http.Request) *testkit.Response {
+	rec := newRecorder()
+	s.App.Engine.ServeHTTP(rec, req)
+	return &testkit.Response{Status: rec.Code, Header: rec.Result().Header, Body: rec.Body.Bytes()}
+}
+
+func TestIdempotency_200_ExpiredAnswersPurged(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, func(c *config.Config) {
+			c.Idempotency.TTL = 200 * time.Millisecond
+			c.Idempotency.PurgeInterval = 20 * time.Millisecond
+		})
+		post(s, ann, "/probe/v1/items", "k", map[string]any{})
+		if keptRows(t, db) != 1 {
+			t.Fatal("the answer was not kept")
+		}
+		for deadline := time.Now().Add(20 * time.Second); keptRows(t, db) != 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the expired answer was never purged")
+			}
+		}
+		post(s, ann, "/probe/v1/items", "k", map[string]any{})
+		if m.calls.Load() != 2 {
+			t.Fatalf("%d calls, want 2 (the key is free after its ttl)", m.calls.Load())
+		}
+	})
+}
+
+func TestIdempotency_201_DeadReplicasKeyTakenOverAfterLease(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, func(c *config.Config) { c.Idempotency.Lease = time.Minute })
+		body := []byte(`{"n":1}`)
+		ctx := context.Background()
+		// Started 30 s ago: within its lease, it still holds the key.
+		if err := idempotency.HoldStale(ctx, s.Platform.Idempotency, ann.UserID, http.MethodPost, "/probe/v1/items", "live", "application/json", body, time.Now().Add(-30*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if r := post(s, ann, "/probe/v1/items", "live", body); r.Status != http.StatusConflict {
+			t.Fatalf("within the lease: %d %s", r.Status, r.Body)
+		}
+		// Started 2 min ago and never renewed: its replica is gone.
+		if err := idempotency.HoldStale(ctx, s.Platform.Idempotency, ann.UserID, http.MethodPost, "/probe/v1/items", "dead", "application/json", body, time.Now().Add(-2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if r := post(s, ann, "/probe/v1/items", "dead", body); r.Status != http.StatusCreated {
+			t.Fatalf("after the lease: %d %s", r.Status, r.Body)
+		}
+		if r := post(s, ann, "/probe/v1/items", "dead", body); r.Header.Get(idempotency.ReplayedHeader) != "true" || m.calls.Load() != 1 {
+			t.Fatalf("repeat after the takeover: %d %s, %d calls", r.Status, r.Body, m.calls.Load())
+		}
+	})
+}
+
+// multipartForm builds the same form with a boundary of the caller's.
+func multipartForm(t *testing.T, boundary string, file []byte) (string, []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	if err := w.SetBoundary(boundary); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.WriteField("name", "yard")
+	fw, err := w.CreateFormFile("file", "yard.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write(file)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return w.FormDataContentType(), b.Bytes()
+}
+
+func TestIdempotency_201_MultipartSpooledAndBoundaryIgnored(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		file := bytes.Repeat([]byte("0123456789abcdef"), 40000) // 640 KB: spooled to a file
+		send := func(boundary string, file []byte) *testkit.Response {
+			ct, body := multipartForm(t, boundary, file)
+			return s.Do(testkit.Request{Method: http.MethodPost, Path: "/probe/v1/items", Token: s.Token(ann), Body: bytes.NewReader(body), ContentType: ct,
+				Header: map[string]string{idempotency.Header: "upload"}})
+		}
+		first := send("boundary-one-0123456789", file)
+		if first.Status != http.StatusCreated || !strings.Contains(string(first.Body), `"size":640`) {
+			t.Fatalf("first: %d %s", first.Status, first.Body)
+		}
+		again := send("boundary-two-9876543210", file)
+		if again.Header.Get(idempotency.ReplayedHeader) != "true" || !bytes.Equal(again.Body, first.Body) {
+			t.Fatalf("the same form with a new boundary: %d %s", again.Status, again.Body)
+		}
+		other := bytes.Clone(file)
+		other[len(other)-1] = 'X'
+		if r := send("boundary-one-0123456789", other); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("another file: %d %s", r.Status, r.Body)
+		}
+		if m.count(t) != 1 {
+			t.Fatalf("%d rows, want 1", m.count(t))
+		}
+	})
+}
+
+func TestIdempotency_ConcurrentDuplicatesRunOnce(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		var wg sync.WaitGroup
+		statuses := make([]int, 16)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = post(s, ann, "/probe/v1/items", "together", map[string]any{"n": 1}).Status
+			}()
+		}
+		wg.Wait()
+		for _, st := range statuses {
+			if st != http.StatusCreated && st != http.StatusConflict {
+				t.Fatalf("statuses %v", statuses)
+			}
+		}
+		if n := m.count(t); n != 1 {
+			t.Fatalf("%d rows from 16 concurrent duplicates, want 1 (statuses %v)", n, statuses)
+		}
+	})
+}
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func httpxInvalid() error {
+	return apierr.Invalid(apierr.FieldError{Path: "name", Code: "required", Message: "is required", Data: map[string]any{}})
+}

@@ -1,0 +1,154 @@
+package idempotency
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// The states of a key's row.
+const (
+	stateRunning = "running"
+	stateDone    = "done"
+)
+
+// record is a row of platform_idempotency.
+type record struct {
+	bun.BaseModel `bun:"table:platform_idempotency"`
+
+	Scope       string    `bun:"scope,pk"`
+	RequestHash string    `bun:"request_hash"`
+	Owner       string    `bun:"owner"`
+	State       string    `bun:"state"`
+	Status      int       `bun:"status"`
+	Header      string    `bun:"header"`
+	Body        []byte    `bun:"body"`
+	LeaseUntil  time.Time `bun:"lease_until"`
+	ExpiresAt   time.Time `bun:"expires_at"`
+	CreatedAt   time.Time `bun:"created_at"`
+}
+
+// claimable tells whether a row may be taken over: its request died without
+// a sign of life for a whole lease, or its answer is past its time and waits
+// for the purge.
+func (r *record) claimable(now time.Time) bool {
+	return now.After(r.ExpiresAt) || (r.State == stateRunning && now.After(r.LeaseUntil))
+}
+
+// insert claims the scope with a running row; false when a row is there.
+func (k *Keeper) insert(ctx context.Context, scope, hash, owner string, now time.Time) (bool, error) {
+	st, err := k.prepared(ctx, &k.insertStmt, `INSERT INTO platform_idempotency
+		(scope, request_hash, owner, state, status, header, body, lease_until, expires_at, created_at)
+		VALUES ($1, $2, $3, 'running', 0, '', NULL, $4, $5, $6) ON CONFLICT (scope) DO NOTHING`)
+	if err != nil {
+		return false, err
+	}
+	res, err := st.ExecContext(ctx, scope, hash, owner, timeArg(now.Add(k.o.Lease)), timeArg(now.Add(k.o.TTL)), timeArg(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// prepared answers the statement of query, prepared once per pool: the two
+// statements every request with a key runs (insert, finish) skip the SQL
+// parse, which on SQLite is a good part of a small write. They bypass bun's
+// query hooks (no span of their own; the request's span covers them).
+func (k *Keeper) prepared(ctx context.Context, slot **sql.Stmt, query string) (*sql.Stmt, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if *slot != nil {
+		return *slot, nil
+	}
+	st, err := k.db.DB.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	*slot = st
+	return st, nil
+}
+
+// timeArg is a time as bun writes it (UTC, microseconds), so that rows
+// written here and through bun compare alike on SQLite, where times are text.
+func timeArg(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999-07:00") }
+
+// get reads the scope's row; nil when there is none.
+func (k *Keeper) get(ctx context.Context, scope string) (*record, error) {
+	r := new(record)
+	err := k.db.NewSelect().Model(r).Where("scope = ?", scope).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return r, err
+}
+
+// takeOver claims a row found claimable, unless another request claimed it
+// first (the condition is checked again in the UPDATE).
+func (k *Keeper) takeOver(ctx context.Context, scope, hash, owner string, now time.Time) (bool, error) {
+	res, err := k.db.NewUpdate().Model((*record)(nil)).
+		Set("request_hash = ?", hash).Set("owner = ?", owner).Set("state = ?", stateRunning).
+		Set("status = 0").Set("header = ''").Set("body = NULL").
+		Set("lease_until = ?", now.Add(k.o.Lease)).Set("expires_at = ?", now.Add(k.o.TTL)).Set("created_at = ?", now).
+		Where("scope = ?", scope).
+		WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Where("expires_at < ?", now).
+				WhereOr("state = ? AND lease_until < ?", stateRunning, now)
+		}).Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// renew moves the lease of a running row this request owns.
+func (k *Keeper) renew(ctx context.Context, scope, owner string) error {
+	_, err := k.db.NewUpdate().Model((*record)(nil)).Set("lease_until = ?", k.now().Add(k.o.Lease)).
+		Where("scope = ? AND owner = ? AND state = ?", scope, owner, stateRunning).Exec(ctx)
+	return err
+}
+
+// finish keeps the answer. A request taken over meanwhile (it lost its lease)
+// changes nothing: the row is the new owner's. The expiry stays the one the
+// insert set (idempotency.ttl from the start of the request): left alone, the
+// expiry index is not written again.
+func (k *Keeper) finish(ctx context.Context, scope, owner string, status int, header http.Header, body []byte) error {
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	st, err := k.prepared(ctx, &k.finishStmt, `UPDATE platform_idempotency SET state = 'done', owner = '', status = $1, header = $2, body = $3
+		WHERE scope = $4 AND owner = $5`)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, status, string(h), body, scope, owner)
+	return err
+}
+
+// release deletes the row of a request whose answer is not kept, so that a
+// retry runs again.
+func (k *Keeper) release(ctx context.Context, scope, owner string) error {
+	_, err := k.db.NewDelete().Model((*record)(nil)).Where("scope = ? AND owner = ?", scope, owner).Exec(ctx)
+	return err
+}
+
+// Purge deletes the answers older than the TTL (and rows of requests that
+// died and were never retried). Every replica runs it; a row another replica
+// deleted first is simply not there.
+func (k *Keeper) Purge(ctx context.Context) (int64, error) {
+	res, err := k.db.NewDelete().Model((*record)(nil)).Where("expires_at < ?", k.now()).Exec(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -1,0 +1,595 @@
+package files
+
+// Resumable uploads (tus 1.0.0; API.md "Resumable uploads"): the service and
+// its store. The protocol's HTTP side is tus.go.
+//
+// State is a row of system_uploads, so that any replica carries on after a
+// restart or a switch; the bytes are chunk objects in the file store
+// (filestore scratch objects, local or S3), one per accepted PATCH, listed in
+// system_upload_parts. A PATCH is all or nothing: its chunk is stored whole
+// or not at all (a broken connection, a checksum mismatch, bytes past the
+// length leave nothing), so an offset is always the sum of whole chunks. When
+// the last byte arrives, the chunks are read back in order as the body of an
+// ordinary filestore.Service.Put: the same checks (sniffed type per bucket,
+// limit), the same hash and record as a multipart upload, and no byte held in
+// memory beyond a copy buffer.
+//
+// One replica writes an upload at a time: a PATCH takes a lease (lease_token,
+// lease_until) with a conditional UPDATE, renews it while it runs and gives it
+// back at the end; a second writer meanwhile gets 423 Locked (tus clients
+// retry it). A replica that dies mid-PATCH holds the lease at most leaseTTL.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/filestore"
+	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
+	"github.com/uptrace/bun"
+)
+
+// leaseTTL is how long a PATCH holds its upload without renewing; it renews
+// every leaseTTL/3.
+const leaseTTL = 30 * time.Second
+
+// uploadRow is an upload as stored.
+type uploadRow struct {
+	bun.BaseModel  `bun:"table:system_uploads"`
+	ID             string     `bun:"id,pk"`
+	UserID         string     `bun:"user_id"`
+	Bucket         string     `bun:"bucket"`
+	Type           string     `bun:"type"`
+	Name           string     `bun:"name"`
+	OrganisationID string     `bun:"organisation_id"`
+	Organisations  string     `bun:"organisations"`
+	Metadata       string     `bun:"metadata"`
+	Length         int64      `bun:"length"`
+	Received       int64      `bun:"received"`
+	Parts          int        `bun:"parts"`
+	FileID         string     `bun:"file_id"`
+	LeaseToken     string     `bun:"lease_token"`
+	LeaseUntil     *time.Time `bun:"lease_until"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	ExpiresAt      time.Time  `bun:"expires_at"`
+}
+
+// partRow is one stored chunk of an upload.
+type partRow struct {
+	bun.BaseModel `bun:"table:system_upload_parts"`
+	UploadID      string `bun:"upload_id,pk"`
+	Seq           int    `bun:"seq,pk"`
+	Key           string `bun:"key"`
+	Size          int64  `bun:"size"`
+}
+
+// Resumable is the resumable upload service.
+type Resumable struct {
+	db    *bun.DB
+	files *filestore.Service
+	ttl   time.Duration
+	log   logrus.FieldLogger
+	// Now is the clock (tests move it past the expiry).
+	Now func() time.Time
+}
+
+// NewResumable builds the service; ttl is files.resumable_ttl.
+func NewResumable(db *bun.DB, files *filestore.Service, ttl time.Duration, log logrus.FieldLogger) *Resumable {
+	return &Resumable{db: db, files: files, ttl: ttl, log: log, Now: time.Now}
+}
+
+// MaxBytes is the largest upload (0: none).
+func (r *Resumable) MaxBytes() int64 { return r.files.MaxBytes() }
+
+// Create checks the fields and the length and records a new upload. The
+// fields are those of the multipart upload form, checked the same way.
+func (r *Resumable) Create(ctx context.Context, p *auth.Principal, length int64, metadata string) (*uploadRow, error) {
+	if limit := r.files.MaxBytes(); limit > 0 && length > limit {
+		return nil, apierr.New(apierr.CodePayloadTooLarge, "the upload is larger than the limit of %d MiB", limit>>20)
+	}
+	if length == 0 {
+		return nil, apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "must not be empty", Data: map[string]any{}})
+	}
+	in, err := metadataInput(metadata)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.files.Check(p, in); err != nil {
+		return nil, err
+	}
+	orgs, err := json.Marshal(nonNil(in.Organisations))
+	if err != nil {
+		return nil, err
+	}
+	now := r.Now().UTC()
+	row := &uploadRow{
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Bucket: in.Bucket, Type: in.Type, Name: in.Name,
+		OrganisationID: in.OrganisationID, Organisations: string(orgs), Metadata: metadata, Length: length,
+		CreatedAt: now, ExpiresAt: now.Add(r.ttl).Truncate(time.Second),
+	}
+	if _, err := r.db.NewInsert().Model(row).Exec(ctx); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// Get returns the caller's upload; 404 for an unknown, expired or foreign one.
+func (r *Resumable) Get(ctx context.Context, p *auth.Principal, id string) (*uploadRow, error) {
+	var row uploadRow
+	err := r.db.NewSelect().Model(&row).Where("id = ?", id).Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apierr.NotFound("upload")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || row.UserID != p.UserID || !row.ExpiresAt.After(r.Now()) {
+		return nil, apierr.NotFound("upload")
+	}
+	return &row, nil
+}
+
+// Chunk is the body of one PATCH.
+type Chunk struct {
+	// Offset is Upload-Offset: where the client says the chunk starts.
+	Offset int64
+	Body   io.Reader
+	// Length is Content-Length, -1 when unknown.
+	Length int64
+	// Checksum, when set, is the SHA-256 the chunk must have (Upload-Checksum).
+	Checksum []byte
+}
+
+// Patch appends a chunk under the upload's lease and, with the last byte,
+// turns the upload into a file. It answers the upload as it now is.
+func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch Chunk) (*uploadRow, error) {
+	lease, err := r.lock(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.release()
+	ctx = lease.ctx
+	row, err := r.Get(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if ch.Offset != row.Received {
+		return nil, conflict(http.StatusConflict, "Upload-Offset %d is not the upload's offset %d", ch.Offset, row.Received)
+	}
+	left := row.Length - row.Received
+	if ch.Length > left {
+		return nil, overLength(row)
+	}
+	if ch.Length == 0 && ch.Checksum == nil {
+		return row, nil
+	}
+	key := fmt.Sprintf("%s%s/%06d-%s", filestore.ScratchPrefix, row.ID, row.Parts, lease.token[:12])
+	body := &chunkReader{r: ch.Body, left: left, row: row, want: ch.Checksum}
+	if ch.Checksum != nil {
+		body.hash = sha256.New()
+	}
+	n, err := r.files.PutScratch(ctx, key, body)
+	if err != nil {
+		return nil, lease.lost(err)
+	}
+	if n == 0 {
+		return row, r.files.DeleteScratch(ctx, key)
+	}
+	if row.Received+n == row.Length {
+		return r.finish(ctx, p, row, lease, key, n)
+	}
+	err = r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(&partRow{UploadID: row.ID, Seq: row.Parts, Key: key, Size: n}).Exec(ctx); err != nil {
+			return err
+		}
+		return lease.advance(ctx, tx, row, n, "")
+	})
+	if err != nil {
+		r.discard(ctx, key)
+		return nil, lease.lost(err)
+	}
+	row.Received += n
+	row.Parts++
+	return row, nil
+}
+
+// finish reads every chunk back, the last one included, into an ordinary
+// upload. A refusal that the same bytes will always get (the content's
+// type, the fields, the organisations, the limit) ends the upload: its row
+// and chunks go. Any other failure (the store or the database down) leaves
+// the upload as it was before this PATCH, which the client may send again.
+func (r *Resumable) finish(ctx context.Context, p *auth.Principal, row *uploadRow, lease *lease, last string, n int64) (*uploadRow, error) {
+	var parts []partRow
+	if err := r.db.NewSelect().Model(&parts).Where("upload_id = ?", row.ID).Order("seq").Scan(ctx); err != nil {
+		r.discard(ctx, last)
+		return nil, err
+	}
+	keys := make([]string, 0, len(parts)+1)
+	for _, pt := range parts {
+		keys = append(keys, pt.Key)
+	}
+	keys = append(keys, last)
+	var orgs []string
+	if err := json.Unmarshal([]byte(row.Organisations), &orgs); err != nil {
+		return nil, err
+	}
+	rec, err := r.files.Put(ctx, p, filestore.PutInput{
+		Bucket: row.Bucket, Type: row.Type, Name: row.Name, OrganisationID: row.OrganisationID, Organisations: orgs,
+		Body: &partsReader{ctx: ctx, files: r.files, keys: keys},
+	})
+	if err != nil {
+		if permanent(err) {
+			r.removeParts(ctx, row.ID, keys)
+			if _, derr := r.db.NewDelete().Model((*uploadRow)(nil)).Where("id = ?", row.ID).Exec(context.WithoutCancel(ctx)); derr != nil {
+				r.log.WithError(derr).WithField("upload", row.ID).Warn("could not remove a refused upload; the sweeper will")
+			}
+			return nil, err
+		}
+		r.discard(ctx, last)
+		return nil, lease.lost(err)
+	}
+	if err := lease.advance(ctx, r.db, row, n, rec.ID); err != nil {
+		// The file exists but the upload does not say so: archive nothing,
+		// the client sees the error and may upload again.
+		r.discard(ctx, last)
+		return nil, lease.lost(err)
+	}
+	row.Received, row.FileID = row.Length, rec.ID
+	// The chunks have become the file: remove them now; the row stays until
+	// it expires, so that a HEAD still answers Upload-File-Id.
+	r.removeParts(ctx, row.ID, keys)
+	return row, nil
+}
+
+// permanent tells whether Put refused the content or the fields for good.
+func permanent(err error) bool {
+	e, ok := apierr.As(err)
+	if !ok {
+		return false
+	}
+	switch e.Code {
+	case apierr.CodeValidation, apierr.CodeUnsupportedMedia, apierr.CodeForbidden, apierr.CodePayloadTooLarge:
+		return true
+	}
+	return false
+}
+
+// Terminate removes an upload, its row and bytes (tus termination). A
+// finished upload's file stays: it is an ordinary file by then.
+func (r *Resumable) Terminate(ctx context.Context, p *auth.Principal, id string) error {
+	lease, err := r.lock(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	defer lease.release()
+	return r.remove(lease.ctx, id)
+}
+
+// remove deletes an upload's chunk objects, then its rows: a failure leaves
+// the row for the next sweep.
+func (r *Resumable) remove(ctx context.Context, id string) error {
+	var parts []partRow
+	if err := r.db.NewSelect().Model(&parts).Where("upload_id = ?", id).Scan(ctx); err != nil {
+		return err
+	}
+	for _, pt := range parts {
+		if err := r.files.DeleteScratch(ctx, pt.Key); err != nil {
+			return err
+		}
+	}
+	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewDelete().Model((*partRow)(nil)).Where("upload_id = ?", id).Exec(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewDelete().Model((*uploadRow)(nil)).Where("id = ?", id).Exec(ctx)
+		return err
+	})
+}
+
+// removeParts deletes chunk objects and their rows, best effort: what is
+// left is removed with the upload when it expires.
+func (r *Resumable) removeParts(ctx context.Context, id string, keys []string) {
+	ctx = context.WithoutCancel(ctx)
+	for _, k := range keys {
+		r.discard(ctx, k)
+	}
+	if _, err := r.db.NewDelete().Model((*partRow)(nil)).Where("upload_id = ?", id).Exec(ctx); err != nil {
+		r.log.WithError(err).WithField("upload", id).Warn("could not remove the chunk rows of an upload")
+	}
+}
+
+// discard removes one chunk object that no row lists.
+func (r *Resumable) discard(ctx context.Context, key string) {
+	if err := r.files.DeleteScratch(context.WithoutCancel(ctx), key); err != nil {
+		r.log.WithError(err).WithField("key", key).Warn("could not remove an unrecorded upload chunk")
+	}
+}
+
+// Swept counts what one expiry sweep removed.
+type Swept struct {
+	Uploads int
+	Bytes   int64
+}
+
+// Sweep removes the uploads past their expiry (files.resumable_ttl), bytes
+// and rows, except one being written right now (its lease is live; the next
+// sweep takes it). Replicas sweeping at once remove each upload once or
+// twice, harmlessly.
+func (r *Resumable) Sweep(ctx context.Context) (Swept, error) {
+	var got Swept
+	now := r.Now().UTC()
+	var rows []uploadRow
+	err := r.db.NewSelect().Model(&rows).Column("id", "received", "file_id").
+		Where("expires_at <= ?", now).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("lease_until IS NULL").WhereOr("lease_until < ?", now)
+		}).Limit(500).Scan(ctx)
+	if err != nil {
+		return got, err
+	}
+	for _, row := range rows {
+		if err := r.remove(ctx, row.ID); err != nil {
+			return got, err
+		}
+		got.Uploads++
+		if row.FileID == "" {
+			got.Bytes += row.Received
+		}
+	}
+	return got, nil
+}
+
+// Run sweeps expired uploads every interval until ctx ends; a failure is
+// logged and tried again at the next tick.
+func (r *Resumable) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		got, err := r.Sweep(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			r.log.WithError(err).Warn("sweeping expired resumable uploads failed; trying again at the next tick")
+		case got.Uploads > 0:
+			r.log.WithField("removed", got.Uploads).WithField("bytes", got.Bytes).Info("removed expired resumable uploads")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// lease is a PATCH's or a termination's hold on one upload.
+type lease struct {
+	r      *Resumable
+	id     string
+	token  string
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	// gone is set when a renewal found the lease taken over.
+	gone atomic.Bool
+}
+
+// lock takes the upload's lease: 404 when the caller cannot reach the
+// upload, 423 when another request holds it.
+func (r *Resumable) lock(ctx context.Context, p *auth.Principal, id string) (*lease, error) {
+	if p == nil {
+		return nil, apierr.NotFound("upload")
+	}
+	token := randomHex(16)
+	now := r.Now().UTC()
+	res, err := r.db.NewUpdate().Model((*uploadRow)(nil)).
+		Set("lease_token = ?", token).
+		Set("lease_until = ?", now.Add(leaseTTL)).
+		Where("id = ?", id).Where("user_id = ?", p.UserID).Where("expires_at > ?", now).
+		WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Where("lease_until IS NULL").WhereOr("lease_until < ?", now)
+		}).Exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if _, gerr := r.Get(ctx, p, id); gerr != nil {
+			return nil, gerr
+		}
+		return nil, conflict(http.StatusLocked, "the upload is being written by another request; try again shortly")
+	}
+	l := &lease{r: r, id: id, token: token, done: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	go l.renew()
+	return l, nil
+}
+
+// renew extends the lease every leaseTTL/3; a lease found taken over (this
+// replica paused past its expiry) cancels the request's work.
+func (l *lease) renew() {
+	t := time.NewTicker(leaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+		}
+		res, err := l.r.db.NewUpdate().Model((*uploadRow)(nil)).
+			Set("lease_until = ?", l.r.Now().UTC().Add(leaseTTL)).
+			Where("id = ?", l.id).Where("lease_token = ?", l.token).Exec(l.ctx)
+		if err != nil {
+			continue // the next tick tries again; the lease is still valid for a while
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			l.gone.Store(true)
+			l.cancel()
+			return
+		}
+	}
+}
+
+// advance records n more bytes (and, when fileID is set, the finished file)
+// under this lease; a lease taken over meanwhile updates nothing.
+func (l *lease) advance(ctx context.Context, db bun.IDB, row *uploadRow, n int64, fileID string) error {
+	res, err := db.NewUpdate().Model((*uploadRow)(nil)).
+		Set("received = received + ?", n).
+		Set("parts = parts + 1").
+		Set("file_id = ?", fileID).
+		Where("id = ?", row.ID).Where("lease_token = ?", l.token).Where("received = ?", row.Received).
+		Exec(ctx)
+	if err != nil {
+		return err
+	}
+	if k, err := res.RowsAffected(); err != nil || k != 1 {
+		l.gone.Store(true)
+		return errLeaseLost
+	}
+	return nil
+}
+
+var errLeaseLost = errors.New("resumable upload: lease taken over")
+
+// lost answers 423 for work cut short because the lease went elsewhere.
+func (l *lease) lost(err error) error {
+	if l.gone.Load() || errors.Is(err, errLeaseLost) {
+		return conflict(http.StatusLocked, "the upload was taken over by another request; ask its offset again")
+	}
+	return err
+}
+
+// release gives the lease back.
+func (l *lease) release() {
+	close(l.done)
+	l.cancel()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), 5*time.Second)
+	defer cancel()
+	_, err := l.r.db.NewUpdate().Model((*uploadRow)(nil)).
+		Set("lease_token = ''").Set("lease_until = NULL").
+		Where("id = ?", l.id).Where("lease_token = ?", l.token).Exec(ctx)
+	if err != nil {
+		l.r.log.WithError(err).WithField("upload", l.id).Warn("could not release an upload's lease; it expires by itself")
+	}
+}
+
+// conflict is an error with a tus status (409, 412, 423, 460) in the
+// project's error body.
+func conflict(status int, format string, args ...any) *apierr.Error {
+	code := apierr.CodeConflict
+	if status == http.StatusPreconditionFailed || status == statusChecksumMismatch {
+		code = apierr.CodeBadRequest
+	}
+	e := apierr.New(code, format, args...)
+	e.HTTPStatus = status
+	return e
+}
+
+// statusChecksumMismatch is tus's answer to a chunk whose checksum differs.
+const statusChecksumMismatch = 460
+
+func overLength(row *uploadRow) error {
+	return apierr.New(apierr.CodePayloadTooLarge, "the chunk goes past the upload's length of %d bytes", row.Length)
+}
+
+// chunkReader is a PATCH body on its way to the store: it stops past the
+// upload's length (413) and, at the end, fails a checksum mismatch (460),
+// so that the store keeps nothing of a refused chunk.
+type chunkReader struct {
+	r    io.Reader
+	left int64
+	row  *uploadRow
+	hash hash.Hash
+	want []byte
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return 0, overLength(c.row)
+	}
+	if c.hash != nil {
+		_, _ = c.hash.Write(p[:n])
+	}
+	if errors.Is(err, io.EOF) {
+		if c.hash != nil && !bytes.Equal(c.hash.Sum(nil), c.want) {
+			return n, conflict(statusChecksumMismatch, "the chunk does not match its Upload-Checksum")
+		}
+		return n, io.EOF
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return n, overLength(c.row)
+		}
+		return n, apierr.Wrap(err, apierr.CodeBadRequest, "the chunk was interrupted or could not be read")
+	}
+	return n, nil
+}
+
+// partsReader reads an upload's chunks in order, one open at a time.
+type partsReader struct {
+	ctx   context.Context
+	files *filestore.Service
+	keys  []string
+	cur   io.ReadCloser
+}
+
+func (p *partsReader) Read(b []byte) (int, error) {
+	for {
+		if p.cur == nil {
+			if len(p.keys) == 0 {
+				return 0, io.EOF
+			}
+			rc, err := p.files.OpenScratch(p.ctx, p.keys[0])
+			if err != nil {
+				return 0, err
+			}
+			p.cur, p.keys = rc, p.keys[1:]
+		}
+		n, err := p.cur.Read(b)
+		if errors.Is(err, io.EOF) {
+			_ = p.cur.Close()
+			p.cur = nil
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		if err != nil {
+			_ = p.cur.Close()
+			if filestore.IsUnavailable(err) {
+				return n, apierr.Unavailable(err, "the file store")
+			}
+			return n, apierr.Internal(err)
+		}
+		return n, nil
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,2 @@
+DROP TABLE system_upload_parts;
+DROP TABLE system_uploads;
