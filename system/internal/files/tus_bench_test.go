@@ -117,11 +117,11 @@ func tusUploadFile(b *testing.B, base, token, path string, size, chunk int64) st
 	b.Helper()
 	meta := "bucket " + base64.StdEncoding.EncodeToString([]byte("files")) + ",type " + base64.StdEncoding.EncodeToString([]byte("misc")) +
 		",name " + base64.StdEncoding.EncodeToString([]byte("large.pdf"))
-	res := tusDo(b, http.MethodPost, base+uploadsPath, token, nil, 0, map[string]string{"Upload-Length": strconv.FormatInt(size, 10), "Upload-Metadata": meta})
-	if res.StatusCode != http.StatusCreated {
-		b.Fatalf("create: %d", res.StatusCode)
+	status, hdr := tusDo(b, http.MethodPost, base+uploadsPath, token, nil, 0, map[string]string{"Upload-Length": strconv.FormatInt(size, 10), "Upload-Metadata": meta})
+	if status != http.StatusCreated {
+		b.Fatalf("create: %d", status)
 	}
-	loc := res.Header.Get("Location")
+	loc := hdr.Get("Location")
 	url := base + loc[strings.Index(loc, uploadsPath):]
 	f, err := os.Open(path)
 	if err != nil {
@@ -131,11 +131,11 @@ func tusUploadFile(b *testing.B, base, token, path string, size, chunk int64) st
 	var id string
 	for off := int64(0); off < size; off += chunk {
 		n := min(chunk, size-off)
-		res := tusDo(b, http.MethodPatch, url, token, io.NewSectionReader(f, off, n), n, map[string]string{"Upload-Offset": strconv.FormatInt(off, 10)})
-		if res.StatusCode != http.StatusNoContent {
-			b.Fatalf("patch at %d: %d", off, res.StatusCode)
+		status, hdr := tusDo(b, http.MethodPatch, url, token, io.NewSectionReader(f, off, n), n, map[string]string{"Upload-Offset": strconv.FormatInt(off, 10)})
+		if status != http.StatusNoContent {
+			b.Fatalf("patch at %d: %d", off, status)
 		}
-		id = res.Header.Get("Upload-File-Id")
+		id = hdr.Get("Upload-File-Id")
 	}
 	if id == "" {
 		b.Fatal("no Upload-File-Id after the last chunk")
@@ -143,7 +143,7 @@ func tusUploadFile(b *testing.B, base, token, path string, size, chunk int64) st
 	return id
 }
 
-func tusDo(b *testing.B, method, url, token string, body io.Reader, n int64, hdr map[string]string) *http.Response {
+func tusDo(b *testing.B, method, url, token string, body io.Reader, n int64, hdr map[string]string) (int, http.Header) {
 	b.Helper()
 	req, _ := http.NewRequest(method, url, body)
 	req.ContentLength = n
@@ -159,7 +159,7 @@ func tusDo(b *testing.B, method, url, token string, body io.Reader, n int64, hdr
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer func() { _ = res.Body.Close() }()
 	_, _ = io.Copy(io.Discard, res.Body)
-	_ = res.Body.Close()
-	return res
+	return res.StatusCode, res.Header
 }
