@@ -348,8 +348,7 @@ func (k *Keeper) keepAlive(scope, owner string) (stop func()) {
 	stopped := false
 	var t *time.Timer
 	every := k.o.Lease / 3
-	var tick func()
-	tick = func() {
+	tick := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		err := k.renew(ctx, scope, owner)
 		cancel()

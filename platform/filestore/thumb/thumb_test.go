@@ -11,6 +11,7 @@ import (
 
 	"github.com/agritrade/api/platform/filestore/thumb"
 	"github.com/agritrade/api/platform/filestore/thumb/thumbtest"
+	"github.com/disintegration/imaging"
 )
 
 func TestParse(t *testing.T) {
@@ -191,6 +192,75 @@ func TestMake_RefusesWhatIsNotAnImage(t *testing.T) {
 		if _, _, err := thumb.Make(bytes.NewReader(src), thumb.Spec{W: 10, H: 10}, 50_000_000); !errors.Is(err, thumb.ErrNotImage) {
 			t.Errorf("%s: err %v; want ErrNotImage", name, err)
 		}
+	}
+}
+
+// TestMake_EveryEXIFOrientation: for each of the eight orientations the
+// thumbnail is the one imaging's own AutoOrientation decoder gives (the
+// reference): same size, same colour in each quadrant of a four-colour
+// picture, for a fitting box and a filling one.
+func TestMake_EveryEXIFOrientation(t *testing.T) {
+	quads := image.NewNRGBA(image.Rect(0, 0, 400, 200))
+	colours := []color.NRGBA{{220, 20, 20, 255}, {20, 220, 20, 255}, {20, 20, 220, 255}, {220, 220, 20, 255}}
+	for y := range 200 {
+		for x := range 400 {
+			quads.SetNRGBA(x, y, colours[x/200+2*(y/100)])
+		}
+	}
+	plain := thumbtest.JPEG(quads)
+	for o := uint16(1); o <= 8; o++ {
+		src := thumbtest.WithOrientation(plain, o)
+		ref, err := imaging.Decode(bytes.NewReader(src), imaging.AutoOrientation(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []string{"100x100f", "80x60"} {
+			data, _ := thumbOf(t, src, size)
+			_, img := decode(t, data)
+			spec, _ := thumb.Parse(size)
+			var want *image.NRGBA
+			if spec.Fit {
+				want = imaging.Fit(ref, spec.W, spec.H, imaging.Lanczos)
+			} else {
+				want = imaging.Fill(ref, spec.W, spec.H, imaging.Center, imaging.Lanczos)
+			}
+			if img.Bounds().Size() != want.Bounds().Size() {
+				t.Fatalf("orientation %d, %s: %v; imaging gives %v", o, size, img.Bounds().Size(), want.Bounds().Size())
+			}
+			w, h := want.Bounds().Dx(), want.Bounds().Dy()
+			for _, p := range []image.Point{{w / 4, h / 4}, {3 * w / 4, h / 4}, {w / 4, 3 * h / 4}, {3 * w / 4, 3 * h / 4}} {
+				if !near(img.At(p.X, p.Y), want.At(p.X, p.Y)) {
+					t.Fatalf("orientation %d, %s, at %v: %v; imaging gives %v", o, size, p, img.At(p.X, p.Y), want.At(p.X, p.Y))
+				}
+			}
+		}
+	}
+}
+
+// near compares colours within what JPEG coding changes.
+func near(a, b color.Color) bool {
+	ar, ag, ab, _ := a.RGBA()
+	br, bg, bb, _ := b.RGBA()
+	d := func(x, y uint32) bool { return x-y < 0x2000 || y-x < 0x2000 }
+	return d(ar, br) && d(ag, bg) && d(ab, bb)
+}
+
+// TestMake_ShrinksYCbCrAndGrayInTheirOwnSamples: large JPEG reductions (the
+// block-averaging path) keep colours and gray levels.
+func TestMake_ShrinksYCbCrAndGrayInTheirOwnSamples(t *testing.T) {
+	data, _ := thumbOf(t, thumbtest.JPEG(thumbtest.Halves(1000, 500)), "100x0")
+	_, img := decode(t, data)
+	if img.Bounds().Dx() != 100 || img.Bounds().Dy() != 50 || !reddish(img.At(10, 25)) || !bluish(img.At(90, 25)) {
+		t.Fatalf("colour JPEG: %v, %v, %v", img.Bounds(), img.At(10, 25), img.At(90, 25))
+	}
+	gray := image.NewGray(image.Rect(0, 0, 999, 501))
+	for i := range gray.Pix {
+		gray.Pix[i] = 77
+	}
+	data, _ = thumbOf(t, thumbtest.JPEG(gray), "100x100")
+	_, img = decode(t, data)
+	if r, g, b, _ := img.At(50, 50).RGBA(); img.Bounds().Dx() != 100 || r>>8 < 74 || r>>8 > 80 || r != g || g != b {
+		t.Fatalf("gray JPEG: %v, %v", img.Bounds(), img.At(50, 50))
 	}
 }
 

@@ -40,9 +40,9 @@ func Gradient(w, h int) *image.NRGBA {
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
 			i := (y*w + x) * 4
-			img.Pix[i] = uint8(x * 255 / max(1, w-1))
-			img.Pix[i+1] = uint8(y * 255 / max(1, h-1))
-			img.Pix[i+2] = uint8((x ^ y) & 0xff)
+			img.Pix[i] = byte(x * 255 / max(1, w-1) & 0xff)
+			img.Pix[i+1] = byte(y * 255 / max(1, h-1) & 0xff)
+			img.Pix[i+2] = byte((x ^ y) & 0xff)
 			img.Pix[i+3] = 0xff
 		}
 	}
@@ -104,7 +104,7 @@ func WithOrientation(jpg []byte, orientation uint16) []byte {
 	_ = binary.Write(&tiff, binary.BigEndian, uint32(0))      // no next IFD
 	payload := append([]byte("Exif\x00\x00"), tiff.Bytes()...)
 	seg := []byte{0xff, 0xe1, 0, 0}
-	binary.BigEndian.PutUint16(seg[2:], uint16(len(payload)+2)) // the length counts itself
+	binary.BigEndian.PutUint16(seg[2:], uint16(len(payload)+2)) //nolint:gosec // a few dozen bytes; the length counts itself
 	seg = append(seg, payload...)
 	out := append([]byte{}, jpg[:2]...) // SOI
 	out = append(out, seg...)
@@ -120,7 +120,7 @@ func BombPNG(w, h uint32) []byte {
 	binary.BigEndian.PutUint32(ihdr[4:], h)
 	ihdr[8], ihdr[9] = 8, 6 // 8 bits, RGBA
 	out := []byte("\x89PNG\r\n\x1a\n")
-	out = binary.BigEndian.AppendUint32(out, uint32(len(ihdr)))
+	out = binary.BigEndian.AppendUint32(out, 13) // IHDR's length
 	chunk := append([]byte("IHDR"), ihdr...)
 	out = append(out, chunk...)
 	out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(chunk))
