@@ -2,9 +2,13 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/testkit"
@@ -119,5 +123,87 @@ func TestSQLMigrations_RefusesTwoMigrationsWithOneNumber(t *testing.T) {
 		"0003_earlier.sqlite.up.sql": {Data: []byte("SELECT 1;\n")},
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInTx_ConcurrentWritersAllCommit: many write transactions at once, each
+// holding its transaction open a moment, all commit on both dialects (on
+// SQLite they queue at the write gate instead of SQLite's busy handler), and a
+// transaction that fails or whose context ends releases its turn.
+func TestInTx_ConcurrentWritersAllCommit(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		ctx := context.Background()
+		table := "gate_" + strings.ReplaceAll(testkit.UniqueName("t"), "-", "_")
+		if _, err := bdb.ExecContext(ctx, "CREATE TABLE "+table+" (id INTEGER PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.InTx(ctx, bdb, func(context.Context, bun.Tx) error { return errors.New("roll back") }); err == nil {
+			t.Fatal("a failing transaction answered no error")
+		}
+		const writers = 40
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+					if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (id) VALUES (?)", i); err != nil {
+						return err
+					}
+					time.Sleep(2 * time.Millisecond)
+					return nil
+				})
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("a concurrent writer failed: %v", err)
+			}
+		}
+		var n int
+		if err := bdb.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != writers {
+			t.Fatalf("%d rows committed, want %d", n, writers)
+		}
+		// A writer whose context has ended does not start (and takes no turn).
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := db.InTx(done, bdb, func(context.Context, bun.Tx) error { return nil }); err == nil {
+			t.Fatal("InTx with an ended context answered no error")
+		}
+		if err := db.InTx(ctx, bdb, func(context.Context, bun.Tx) error { return nil }); err != nil {
+			t.Fatalf("the gate was not released: %v", err)
+		}
+	})
+}
+
+// TestSQLite_ConnectionsStayOpenWhenIdle: connections are kept after a burst
+// (database/sql keeps 2 by default; each new one reads the schema again).
+func TestSQLite_ConnectionsStayOpenWhenIdle(t *testing.T) {
+	bdb := testkit.DB(t, testkit.SQLite)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tx, err := bdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			_ = tx.Rollback()
+		}()
+	}
+	wg.Wait()
+	st := bdb.Stats()
+	if st.MaxIdleClosed != 0 || st.Idle < 2 {
+		t.Fatalf("after a burst: %d connections closed for idleness, %d idle; want none closed", st.MaxIdleClosed, st.Idle)
 	}
 }
