@@ -65,6 +65,9 @@ func addIdempotency(d document) {
 				continue // public: no token, no scope
 			}
 			params, _ := op["parameters"].([]any)
+			if tus(params) {
+				continue // tus requests are safe to repeat by their own protocol
+			}
 			op["parameters"] = append(params, document{"$ref": "#/components/parameters/IdempotencyKey"})
 			responses := obj(op, "responses")
 			if _, ok := responses["422"]; !ok {
@@ -89,4 +92,15 @@ func addIdempotency(d document) {
 		"idempotency_key_reused", "This Idempotency-Key was used with another request; use a new key for a new request.", false)
 	rs["IdempotencyInFlight"] = idempotencyError("`conflict`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds.",
 		"conflict", "A request with this Idempotency-Key is still running; retry after Retry-After.", true)
+}
+
+// tus tells the operations of the resumable uploads (they take Tus-Resumable),
+// which platform/idempotency leaves alone.
+func tus(params []any) bool {
+	for _, p := range params {
+		if m, ok := p.(document); ok && (m["$ref"] == "#/components/parameters/TusResumable" || m["name"] == "Tus-Resumable") {
+			return true
+		}
+	}
+	return false
 }

@@ -145,7 +145,7 @@ func (k *Keeper) Middleware() gin.HandlerFunc {
 			return
 		}
 		p := auth.FromContext(c)
-		if p == nil || c.FullPath() == "" {
+		if p == nil || c.FullPath() == "" || resumable(c.Request) {
 			c.Next()
 			return
 		}
@@ -155,6 +155,15 @@ func (k *Keeper) Middleware() gin.HandlerFunc {
 		}
 		k.serve(c, p.UserID, values[0])
 	}
+}
+
+// resumable tells a tus request (resumable uploads), which the key leaves
+// alone: the contract's writes are JSON or multipart, and tus makes its own
+// requests safe to repeat (a PATCH states the offset it writes at; HEAD says
+// where the upload stands), with headers a kept answer would not repeat.
+func resumable(r *http.Request) bool {
+	_, ok := r.Header["Tus-Resumable"]
+	return ok
 }
 
 // checkKey answers the validation error of a bad key header.

@@ -6072,11 +6072,6 @@ export interface operations {
                 "Upload-Metadata"?: string;
                 /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
                 "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
-                /**
-                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
-                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -6110,7 +6105,6 @@ export interface operations {
             412: components["responses"]["TusPreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
             460: components["responses"]["TusChecksumMismatch"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -6151,11 +6145,6 @@ export interface operations {
             header: {
                 /** @description `1.0.0` (another value or none: 412). */
                 "Tus-Resumable": components["parameters"]["TusResumable"];
-                /**
-                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
-                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -6181,9 +6170,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyInFlight"];
             412: components["responses"]["TusPreconditionFailed"];
-            422: components["responses"]["IdempotencyKeyReused"];
             423: components["responses"]["TusConflict"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -6243,11 +6230,6 @@ export interface operations {
                 "Upload-Offset": number;
                 /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
                 "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
-                /**
-                 * @description Makes the write safe to retry (1-255 printable ASCII characters, e.g. a UUID per user action). The first request with a key runs; its answer (status, body, `Content-Type`, `Location`, `X-Total-Count`) is kept for `idempotency.ttl` (24 h) per token `sub`, method, path and key, and a repeat with the same body answers it again with `Idempotent-Replayed: true`, changing nothing. The same key with another body (SHA-256 of content type and body; a multipart boundary does not count) answers 422 `idempotency_key_reused`; a repeat while the first still runs answers 409 `conflict` with `Retry-After: 1`. Answers 5xx, 401, 408 and 429 are not kept: a retry runs again. An empty, longer or non-printable key answers 400 `validation_failed` naming `Idempotency-Key`.
-                 * @example 5f0c7d2e-8a1b-4c3d-9e4f-a1b2c3d4e5f6
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /**
@@ -6286,7 +6268,6 @@ export interface operations {
             412: components["responses"]["TusPreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
             423: components["responses"]["TusConflict"];
             460: components["responses"]["TusChecksumMismatch"];
             500: components["responses"]["Internal"];
