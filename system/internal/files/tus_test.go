@@ -184,6 +184,11 @@ func TestTus_201_Patch204_Head200_FileRecord(t *testing.T) {
 		if _, p := uploadRows(t, e.Server); p != 0 {
 			t.Fatalf("%d part rows left", p)
 		}
+		// Terminating a finished upload removes the upload, not its file.
+		if r := tusReq(e.Server, farmer, http.MethodDelete, path, nil, nil); r.Status != http.StatusNoContent {
+			t.Fatalf("delete finished: %d %s", r.Status, r.Body)
+		}
+		checkFile(t, e.Server, farmer, id, content)
 		// creation-with-upload: the whole file in the POST.
 		small := pngContent(5000)
 		r = tusReq(e.Server, farmer, http.MethodPost, uploadsPath, small, map[string]string{"Upload-Length": "5000", "Upload-Metadata": imageMeta("small.png")})
@@ -321,6 +326,10 @@ func TestTus_Refusals_412_409_460_413_415_404_400_423(t *testing.T) {
 			r = tusReq(s, farmer, http.MethodPost, uploadsPath, nil, map[string]string{"Upload-Length": "10", "Upload-Metadata": imageMeta("x\x00y")})
 			if r.Status != http.StatusBadRequest || !slices.Equal(r.Error(t).Paths(), []string{"name"}) {
 				t.Fatalf("control character: %d %s", r.Status, r.Body)
+			}
+			r = tusReq(s, farmer, http.MethodPost, uploadsPath, nil, map[string]string{"Upload-Length": "10", "Upload-Metadata": imageMeta("x.png") + "," + tusMeta("notes", strings.Repeat("n", 20<<10))})
+			if r.Status != http.StatusBadRequest || r.Error(t).Code != "bad_request" {
+				t.Fatalf("long metadata: %d %s", r.Status, r.Body)
 			}
 			r = tusReq(s, farmer, http.MethodPost, uploadsPath, nil, map[string]string{"Upload-Length": "10", "Upload-Metadata": "bucket !!!"})
 			if r.Status != http.StatusBadRequest || r.Error(t).Code != "bad_request" {
