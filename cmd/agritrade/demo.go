@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"time"
 
@@ -84,6 +86,8 @@ type demo struct {
 	secret []byte
 	out    io.Writer
 	tokens map[string]string
+	// signed is the signed URL of the last upload; tile that of a thumbnail.
+	signed, tile string
 }
 
 func (d *demo) token(p auth.Principal) string {
@@ -154,16 +158,20 @@ func (d *demo) upload(who auth.Principal, bucket, typ, name string, content []by
 	req.Header.Set("Content-Type", w.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+d.token(who))
 	var rec struct {
-		ID string `json:"id"`
+		ID   string `json:"id"`
+		Info struct {
+			URL string `json:"url"`
+		} `json:"info"`
 	}
 	if err := d.send(req, &rec); err != nil {
 		return nil, err
 	}
+	d.signed = rec.Info.URL
 	return map[string]any{"id": rec.ID}, nil
 }
 
-// photo draws a small PNG: a field-green picture with a band of colour, so the
-// sample files are real images that pass the images bucket's sniffing.
+// photo draws a small PNG: a field-green picture with a band of colour, so
+// that test fixtures are real images that pass the images bucket's sniffing.
 func photo(band color.RGBA) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
 	for y := 0; y < 48; y++ {
@@ -177,6 +185,39 @@ func photo(band color.RGBA) []byte {
 	}
 	var buf bytes.Buffer
 	_ = png.Encode(&buf, img)
+	return buf.Bytes()
+}
+
+// cameraPhoto draws a camera-sized JPEG (1600 x 1200): a sky fading to the
+// horizon over a textured green field, with a band of colour (the animals,
+// the crop) across it. The sample files are then real photos: they pass the
+// images bucket's sniffing, and their thumbnails (?thumb=300x300) are what
+// listing tiles show.
+func cameraPhoto(band color.RGBA) []byte {
+	const w, h = 1600, 1200
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	seed := uint32(band.R)<<16 | uint32(band.G)<<8 | uint32(band.B) | 1
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			seed ^= seed << 13
+			seed ^= seed >> 17
+			seed ^= seed << 5
+			grain := byte(seed & 15)
+			var c color.RGBA
+			switch {
+			case y < h*2/5: // sky, lighter towards the horizon
+				t := byte(y * 120 / (h * 2 / 5) & 0xff)
+				c = color.RGBA{R: 90 + t, G: 150 + t/2, B: 235, A: 255}
+			case y > h*3/5 && y < h*4/5: // the band
+				c = color.RGBA{R: band.R - band.R/16 + grain, G: band.G - band.G/16 + grain, B: band.B - band.B/16 + grain, A: 255}
+			default: // grass
+				c = color.RGBA{R: 60 + grain, G: 130 + 2*grain, B: 50 + grain, A: 255}
+			}
+			img.SetRGBA(x, y, c)
+		}
+	}
+	var buf bytes.Buffer
+	_ = jpeg.Encode(&buf, img, &jpeg.Options{Quality: 85})
 	return buf.Bytes()
 }
 
@@ -229,10 +270,10 @@ func (d *demo) files() (string, error) {
 		who       auth.Principal
 		band      color.RGBA
 	}{
-		{"ewes", "texel-ewes.png", demoFarmer, color.RGBA{R: 235, G: 235, B: 225, A: 255}},
-		{"cattle", "angus-stores.png", demoFarmer, color.RGBA{R: 40, G: 30, B: 30, A: 255}},
-		{"ticket", "weighbridge-ticket.png", demoDriver, color.RGBA{R: 250, G: 250, B: 250, A: 255}},
-		{"sample", "wheat-sample.png", demoFarmer, color.RGBA{R: 210, G: 170, B: 90, A: 255}},
+		{"ticket", "weighbridge-ticket.jpg", demoDriver, color.RGBA{R: 250, G: 250, B: 250, A: 255}},
+		{"sample", "wheat-sample.jpg", demoFarmer, color.RGBA{R: 210, G: 170, B: 90, A: 255}},
+		{"cattle", "angus-stores.jpg", demoFarmer, color.RGBA{R: 40, G: 30, B: 30, A: 255}},
+		{"ewes", "texel-ewes.jpg", demoFarmer, color.RGBA{R: 235, G: 235, B: 225, A: 255}},
 	} {
 		typ := "image"
 		if f.key == "ticket" {
@@ -241,13 +282,25 @@ func (d *demo) files() (string, error) {
 		if f.key == "sample" {
 			typ = "sample"
 		}
-		ref, err := d.upload(f.who, "images", typ, f.name, photo(f.band))
+		ref, err := d.upload(f.who, "images", typ, f.name, cameraPhoto(f.band))
 		if err != nil {
 			return "", err
 		}
 		demoFiles[f.key] = ref
 	}
-	return fmt.Sprintf("%d images uploaded", len(demoFiles)), nil
+	// The ewes' photo (uploaded last) as a listing tile: its signed URL with
+	// a thumbnail size, asked once here so that it is made and stored.
+	d.tile = d.signed + "&thumb=300x300"
+	u, err := url.Parse(d.tile)
+	if err != nil {
+		return "", err
+	}
+	rec := httptest.NewRecorder()
+	d.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "image/jpeg" {
+		return "", fmt.Errorf("the thumbnail of the ewes' photo answered %d %s: %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+	return fmt.Sprintf("%d photos uploaded (1600x1200 JPEG), a 300x300 thumbnail made", len(demoFiles)), nil
 }
 
 func (d *demo) conversation() (string, error) {
@@ -287,5 +340,8 @@ func (d *demo) printTokens(base string) {
 	fmt.Fprintf(d.out, "\nTry it at %s/docs with one of these tokens (valid 30 days):\n", base)
 	for _, p := range []auth.Principal{demoFarmer, demoBuyer, demoHaul, demoDriver, demoAdmin} {
 		fmt.Fprintf(d.out, "\n  %s (%s, %s)\n  %s\n", p.Name, p.OrgName, p.UserID, d.token(p))
+	}
+	if d.tile != "" {
+		fmt.Fprintf(d.out, "\nA listing tile: the thumbnail of the Texel ewes' photo (signed URL, opens in a browser while the token lasts):\n  %s\n", d.tile)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,6 +263,18 @@ func TestDemoFillsAnEmptyInstallation(t *testing.T) {
 	}
 
 	p := serve(t, env...)
+	// The demo prints a listing tile: a signed thumbnail URL that works without a header.
+	tile := regexp.MustCompile(`http://\S+/system/v1/files/\S+&thumb=300x300`).Find(out)
+	if tile == nil {
+		t.Fatalf("demo output lacks a thumbnail URL:\n%s", out)
+	}
+	u, err := url.Parse(string(tile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, hdr, body := p.call(t, http.MethodGet, u.RequestURI(), "", ""); status != 200 || hdr.Get("Content-Type") != "image/jpeg" || len(body) < 1000 {
+		t.Fatalf("the demo's tile %s: %d %s (%d bytes)", tile, status, hdr.Get("Content-Type"), len(body))
+	}
 	farmer := mint(t, env, "--sub", "demo-farmer", "--org", "demo-org-hillfarm", "--orgs", "demo-org-hillfarm")
 	driver := mint(t, env, "--sub", "demo-driver", "--org", "demo-org-haulage", "--roles", "driver")
 	count := func(path, token string) int {

@@ -557,6 +557,7 @@ func (s *sweeper) pass(n int) bool {
 
 	file := s.created(s.upload(fx.farmer))
 	s.get("/system/v1/files/:id", "/system/v1/files/"+fx.file, fx.farmer)
+	s.get("/system/v1/files/:id", "/system/v1/files/"+fx.file+"?thumb=100x100", fx.farmer)
 	s.get("/system/v1/files/:id/info", "/system/v1/files/"+fx.file+"/info", fx.farmer)
 	s.send(http.MethodDelete, "/system/v1/files/:id", "/system/v1/files/"+or(file), fx.farmer, payload{}, http.StatusOK)
 

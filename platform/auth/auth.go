@@ -29,6 +29,7 @@ type Service struct {
 	secret   []byte
 	claims   config.ClaimNames
 	Signer   *Signer
+	verified *verifiedCache
 }
 
 // SecretFile is the name of the generated HS256 secret inside the data directory.
@@ -41,7 +42,7 @@ func New(cfg *config.Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{secret: secret, claims: cfg.Auth.Claims, Signer: NewSigner(secret)}
+	s := &Service{secret: secret, claims: cfg.Auth.Claims, Signer: NewSigner(secret), verified: newVerifiedCache(cfg.Auth.Leeway)}
 	if cfg.Auth.JWKSURL != "" {
 		s.jwks = NewJWKS(cfg.Auth.JWKSURL, nil)
 		s.verifier = &oidcVerifier{jwks: s.jwks, issuer: cfg.Auth.Issuer, audience: cfg.Auth.Audience, claims: cfg.Auth.Claims, leeway: cfg.Auth.Leeway}
@@ -54,13 +55,24 @@ func New(cfg *config.Config) (*Service, error) {
 // Secret returns the HS256 secret (for minting development tokens).
 func (s *Service) Secret() []byte { return s.secret }
 
-// Verify checks a token and returns its principal.
+// Verify checks a token and returns its principal: from the cache of tokens
+// verified before while they are valid, else by verifying it.
 func (s *Service) Verify(ctx context.Context, token string) (*Principal, error) {
-	return s.verifier.Verify(ctx, token)
+	if p, ok := s.verified.get(token); ok {
+		return p, nil
+	}
+	p, err := s.verifier.Verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	s.verified.put(token, p)
+	return p, nil
 }
 
-// ReloadKeys drops cached signing keys (JWKS) so that the next token fetches them anew.
+// ReloadKeys forgets the tokens verified so far and drops cached signing keys
+// (JWKS) so that the next token fetches them anew.
 func (s *Service) ReloadKeys(ctx context.Context) error {
+	s.verified.clear()
 	if s.jwks == nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path"
 	"strings"
@@ -152,7 +153,15 @@ func (s *Service) Thumbnail(ctx context.Context, rec *Record, spec thumb.Spec) (
 	if t, err := s.storedThumb(ctx, rec, spec); t != nil || err != nil {
 		return t, err
 	}
-	ch := s.thumbs.flight.DoChan(rec.Path+"|"+spec.String(), func() (any, error) {
+	ch := s.thumbs.flight.DoChan(rec.Path+"|"+spec.String(), func() (_ any, err error) {
+		// DoChan re-raises a panic in a goroutine of its own, where nothing
+		// can recover it: a decoder tripping over hostile bytes would end the
+		// process. It becomes this request's 500 instead.
+		defer func() {
+			if p := recover(); p != nil {
+				err = apierr.Internal(fmt.Errorf("making a thumbnail of file %s: panic: %v", rec.ID, p))
+			}
+		}()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), thumbTimeout)
 		defer cancel()
 		return s.makeThumb(ctx, rec, spec)

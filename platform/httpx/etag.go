@@ -18,19 +18,30 @@ func StrongETag(body []byte) string {
 
 // ETagMatches tells whether an If-None-Match header value matches etag, with
 // the weak comparison RFC 9110 prescribes for If-None-Match: "*", or any listed
-// tag equal to etag once W/ prefixes are ignored.
+// tag equal to etag once W/ prefixes (and the gzip form's suffix) are ignored.
 func ETagMatches(ifNoneMatch, etag string) bool {
 	if ifNoneMatch == "" || etag == "" {
 		return false
 	}
-	want := strings.TrimPrefix(etag, "W/")
+	want := sameContent(etag)
 	for _, t := range strings.Split(ifNoneMatch, ",") {
 		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == want {
+		if t == "*" || sameContent(t) == want {
 			return true
 		}
 	}
 	return false
+}
+
+// sameContent reduces a tag to what names the content: without W/ and
+// without the suffix of the gzip form (GzipETag), so that a client holding
+// either form of a representation gets 304.
+func sameContent(tag string) string {
+	tag = strings.TrimPrefix(tag, "W/")
+	if strings.HasSuffix(tag, gzipTagSuffix+`"`) {
+		tag = tag[:len(tag)-len(gzipTagSuffix)-1] + `"`
+	}
+	return tag
 }
 
 // Conditional sets ETag and Cache-Control and, when the request's

@@ -2,7 +2,9 @@ package testkit
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -68,7 +70,19 @@ func (s *Spec) ValidateResponse(t testing.TB, req *http.Request, res *Response) 
 			MultiError:            true,
 		},
 	}
-	in.SetBodyBytes(res.Body)
+	body := res.Body
+	if res.Header.Get("Content-Encoding") == "gzip" {
+		// What a client reads once its HTTP library has decoded the body.
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err == nil {
+			body, err = io.ReadAll(zr)
+		}
+		if err != nil {
+			t.Errorf("openapi: %s %s answered a gzip body that does not decode: %v", req.Method, req.URL.Path, err)
+			return
+		}
+	}
+	in.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		t.Errorf("openapi: %s %s answered %d that does not match %s: %v\nbody: %s", req.Method, req.URL.Path, res.Status, route.Operation.OperationID, err, truncate(res.Body))
 	}

@@ -2,7 +2,8 @@
 # The TypeScript client's CI (`make client-test`, called by .ci/run): install the
 # pinned tools, check that the committed schema.d.ts is what the documents
 # generate, type-check, lint the documents with Spectral, and run the main
-# flows with the generated client against a real server.
+# flows with the generated client against a real server, and a resumable
+# upload with tus-js-client over two replicas (test/tus.test.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(cd ../.. && pwd)"
@@ -34,6 +35,6 @@ step "typecheck (tsc --noEmit)"
 npm run --silent typecheck
 step "Spectral (spectral:oas + .spectral.yaml) over the module documents and the merged one"
 npm run --silent lint:openapi
-step "main flows with the generated client against a real server"
+step "main flows with the generated client, and tus-js-client over two replicas, against real servers"
 npm test --silent
 step "client checks took $(( $(date +%s) - start ))s"

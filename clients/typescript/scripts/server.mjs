@@ -37,16 +37,18 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * Starts `agritrade serve` and waits until /readyz answers 200.
  * @returns {Promise<{baseUrl: string, token: (claims: TokenClaims) => string, stop: () => Promise<void>, logs: () => string}>}
  */
-export async function startServer({ bin = binary(), env = {} } = {}) {
+export async function startServer({ bin = binary(), env = {}, dataDir: shared = "", secret = "" } = {}) {
   const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "agritrade-client-"));
+  // Replicas of one deployment share a data directory (database and files)
+  // and a secret; a shared directory is the caller's to remove.
+  const dataDir = shared || mkdtempSync(join(tmpdir(), "agritrade-client-"));
   const baseUrl = `http://127.0.0.1:${port}`;
   const serverEnv = {
     ...process.env,
     AGRITRADE_DATA_DIR: dataDir,
     AGRITRADE_HTTP_ADDR: `127.0.0.1:${port}`,
     AGRITRADE_BASE_URL: baseUrl,
-    AGRITRADE_AUTH_SECRET: `client-test-${process.pid}-${port}`,
+    AGRITRADE_AUTH_SECRET: secret || `client-test-${process.pid}-${port}`,
     AGRITRADE_LOG_LEVEL: "warn",
     ...env,
   };
@@ -67,7 +69,7 @@ export async function startServer({ bin = binary(), env = {} } = {}) {
       await exited;
       clearTimeout(t);
     }
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!shared) rmSync(dataDir, { recursive: true, force: true });
   };
 
   const deadline = Date.now() + 60_000;
@@ -99,6 +101,13 @@ export async function startServer({ bin = binary(), env = {} } = {}) {
     if (c.roles) args.push("--roles", c.roles.join(","));
     return execFileSync(bin, args, { cwd: dataDir, env: serverEnv, encoding: "utf8" }).trim();
   };
-  return { baseUrl, token, stop, logs: () => out, dataDir };
+  // kill ends the process at once (SIGKILL), as a crashed replica would.
+  const kill = async () => {
+    if (!done) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  };
+  return { baseUrl, token, stop, kill, logs: () => out, dataDir };
 }
 

@@ -13,7 +13,7 @@ import (
 // image/jpeg cannot scale while decoding (no DCT scaling), so the decode of
 // all 12 M pixels is most of the time; see the report in the CHANGELOG.
 func BenchmarkMake12MP(b *testing.B) {
-	src := thumbtest.JPEG(thumbtest.Gradient(4000, 3000))
+	src := thumbtest.JPEG(thumbtest.Noisy(4000, 3000))
 	b.Logf("source: %d bytes", len(src))
 	for _, size := range []string{"100x100", "300x300", "600x0", "1200x0"} {
 		spec, _ := thumb.Parse(size)

@@ -148,6 +148,9 @@ func Make(r io.Reader, spec Spec, maxPixels int64) ([]byte, string, error) {
 	if err != nil || !formats[format] {
 		return nil, "", ErrNotImage
 	}
+	if cfg.Width < 1 || cfg.Height < 1 {
+		return nil, "", ErrNotImage
+	}
 	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
 		return nil, "", &TooLargeError{Width: cfg.Width, Height: cfg.Height, Max: maxPixels}
 	}
@@ -163,6 +166,9 @@ func Make(r io.Reader, spec Spec, maxPixels int64) ([]byte, string, error) {
 	src, _, err := image.Decode(io.MultiReader(&head, r))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrNotImage, err)
+	}
+	if src.Bounds().Empty() {
+		return nil, "", ErrNotImage
 	}
 	box := spec
 	if orient >= 5 {
@@ -311,8 +317,8 @@ func boxPlane(dst []byte, dstride, dw, dh int, src []byte, sstride, sw, sh, k in
 		out := dst[y*dstride : y*dstride+dw]
 		for x := range dw {
 			x0 := min(x*k, sw-1)
-			n := uint32((y1 - y0) * (min(x0+k, sw) - x0)) //nolint:gosec // at most k*k, a few hundred
-			out[x] = byte((sums[x] + n/2) / n)
+			n := uint32((y1 - y0) * (min(x0+k, sw) - x0)) //nolint:gosec // at most k*k
+			out[x] = byte((sums[x] + n/2) / n)            //nolint:gosec // an average of bytes is a byte
 		}
 	}
 }

@@ -177,11 +177,17 @@ func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch 
 	if ch.Length == 0 && ch.Checksum == nil {
 		return row, nil
 	}
-	key := fmt.Sprintf("%s%s/%06d-%s", filestore.ScratchPrefix, row.ID, row.Parts, lease.token[:12])
 	body := &chunkReader{r: ch.Body, left: left, row: row, want: ch.Checksum}
 	if ch.Checksum != nil {
 		body.hash = sha256.New()
 	}
+	if ch.Length == left {
+		// The last chunk, of a known length: it streams straight into the
+		// file behind the stored chunks, never stored as a chunk itself.
+		body.exact = true
+		return r.finish(ctx, p, row, lease, body, "")
+	}
+	key := fmt.Sprintf("%s%s/%06d-%s", filestore.ScratchPrefix, row.ID, row.Parts, lease.token[:12])
 	n, err := r.files.PutScratch(ctx, key, body)
 	if err != nil {
 		return nil, lease.lost(err)
@@ -190,7 +196,14 @@ func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch 
 		return row, r.files.DeleteScratch(ctx, key)
 	}
 	if row.Received+n == row.Length {
-		return r.finish(ctx, p, row, lease, key, n)
+		// The last chunk, of a length the request did not say.
+		rc, err := r.files.OpenScratch(ctx, key)
+		if err != nil {
+			r.discard(ctx, key)
+			return nil, err
+		}
+		defer func() { _ = rc.Close() }()
+		return r.finish(ctx, p, row, lease, &chunkReader{r: rc, left: n, exact: true, row: row}, key)
 	}
 	err = r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(&partRow{UploadID: row.ID, Seq: row.Parts, Key: key, Size: n}).Exec(ctx); err != nil {
@@ -207,50 +220,63 @@ func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch 
 	return row, nil
 }
 
-// finish reads every chunk back, the last one included, into an ordinary
-// upload. A refusal that the same bytes will always get (the content's
-// type, the fields, the organisations, the limit) ends the upload: its row
-// and chunks go. Any other failure (the store or the database down) leaves
-// the upload as it was before this PATCH, which the client may send again.
-func (r *Resumable) finish(ctx context.Context, p *auth.Principal, row *uploadRow, lease *lease, last string, n int64) (*uploadRow, error) {
+// finish reads the stored chunks back, followed by the last chunk (tail,
+// stored under lastKey when lastKey is set), as the body of an ordinary
+// upload. A refusal of the last chunk itself (its checksum, its length, a
+// broken connection) leaves the upload as it was. A refusal the same bytes
+// will always get (the content's type, the fields, the organisations) ends
+// the upload: its row and chunks go. Any other failure (the store or the
+// database down) leaves the upload as it was before this PATCH, which the
+// client may send again.
+func (r *Resumable) finish(ctx context.Context, p *auth.Principal, row *uploadRow, lease *lease, tail *chunkReader, lastKey string) (*uploadRow, error) {
+	dropLast := func() {
+		if lastKey != "" {
+			r.discard(ctx, lastKey)
+		}
+	}
 	var parts []partRow
 	if err := r.db.NewSelect().Model(&parts).Where("upload_id = ?", row.ID).Order("seq").Scan(ctx); err != nil {
-		r.discard(ctx, last)
+		dropLast()
 		return nil, err
 	}
 	keys := make([]string, 0, len(parts)+1)
 	for _, pt := range parts {
 		keys = append(keys, pt.Key)
 	}
-	keys = append(keys, last)
 	var orgs []string
 	if err := json.Unmarshal([]byte(row.Organisations), &orgs); err != nil {
+		dropLast()
 		return nil, err
 	}
 	rec, err := r.files.Put(ctx, p, filestore.PutInput{
 		Bucket: row.Bucket, Type: row.Type, Name: row.Name, OrganisationID: row.OrganisationID, Organisations: orgs,
-		Body: &partsReader{ctx: ctx, files: r.files, keys: keys},
+		Body: io.MultiReader(&partsReader{ctx: ctx, files: r.files, keys: keys}, tail),
 	})
 	if err != nil {
-		if permanent(err) {
+		dropLast()
+		if tail.err == nil && permanent(err) {
+			if lastKey != "" {
+				keys = append(keys, lastKey)
+			}
 			r.removeParts(ctx, row.ID, keys)
 			if _, derr := r.db.NewDelete().Model((*uploadRow)(nil)).Where("id = ?", row.ID).Exec(context.WithoutCancel(ctx)); derr != nil {
 				r.log.WithError(derr).WithField("upload", row.ID).Warn("could not remove a refused upload; the sweeper will")
 			}
-			return nil, err
 		}
-		r.discard(ctx, last)
 		return nil, lease.lost(err)
 	}
-	if err := lease.advance(ctx, r.db, row, n, rec.ID); err != nil {
-		// The file exists but the upload does not say so: archive nothing,
-		// the client sees the error and may upload again.
-		r.discard(ctx, last)
+	if err := lease.advance(ctx, r.db, row, row.Length-row.Received, rec.ID); err != nil {
+		// The file exists but the upload does not say so: the client sees
+		// the error and may upload again.
+		dropLast()
 		return nil, lease.lost(err)
 	}
 	row.Received, row.FileID = row.Length, rec.ID
 	// The chunks have become the file: remove them now; the row stays until
 	// it expires, so that a HEAD still answers Upload-File-Id.
+	if lastKey != "" {
+		keys = append(keys, lastKey)
+	}
 	r.removeParts(ctx, row.ID, keys)
 	return row, nil
 }
@@ -514,9 +540,24 @@ type chunkReader struct {
 	row  *uploadRow
 	hash hash.Hash
 	want []byte
+	// exact: the chunk must end at the upload's length.
+	exact bool
+	// err is the chunk's own refusal, kept apart from the store's.
+	err error
 }
 
 func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.err = err
+	}
+	return n, err
+}
+
+func (c *chunkReader) read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	if c.left < 0 {
@@ -528,6 +569,9 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	if errors.Is(err, io.EOF) {
 		if c.hash != nil && !bytes.Equal(c.hash.Sum(nil), c.want) {
 			return n, conflict(statusChecksumMismatch, "the chunk does not match its Upload-Checksum")
+		}
+		if c.exact && c.left != 0 {
+			return n, apierr.BadRequest("the chunk ended %d bytes before the upload's length", c.left)
 		}
 		return n, io.EOF
 	}

@@ -59,7 +59,7 @@ func BenchmarkThumbnail(b *testing.B) {
 		}
 		return rec
 	}
-	photo := upload("images", "photo.jpg", thumbtest.JPEG(thumbtest.Gradient(4000, 3000)))
+	photo := upload("images", "photo.jpg", thumbtest.JPEG(thumbtest.Noisy(4000, 3000)))
 	thumbPath := filesPath + "/" + photo.ID + "?thumb=300x300"
 	thumbBytes := get(thumbPath).Body.Len()
 	key := filepath.Join(cfg.DataDir, "files", filepath.FromSlash(photo.Info.Path)+".thumb-300x300.jpg")

@@ -162,7 +162,12 @@ func TestTus_201_Patch204_Head200_FileRecord(t *testing.T) {
 		if u, p := uploadRows(t, e.Server); u != 1 || p != 2 {
 			t.Fatalf("rows %d uploads %d parts", u, p)
 		}
-		r = mustPatch(t, e.Server, farmer, path, 200<<10, content[200<<10:])
+		// The last chunk without a Content-Length (stored, then read back).
+		r = e.Do(testkit.Request{Method: http.MethodPatch, Path: path, Token: e.Token(farmer), Body: io.MultiReader(bytes.NewReader(content[200<<10:])),
+			ContentType: "application/offset+octet-stream", Header: map[string]string{"Tus-Resumable": "1.0.0", "Upload-Offset": strconv.Itoa(200 << 10)}})
+		if r.Status != http.StatusNoContent || r.Header.Get("Upload-Offset") != strconv.Itoa(len(content)) {
+			t.Fatalf("last patch: %d %v %s", r.Status, r.Header, r.Body)
+		}
 		id := r.Header.Get("Upload-File-Id")
 		if id == "" {
 			t.Fatalf("final patch without Upload-File-Id: %v", r.Header)
@@ -179,6 +184,11 @@ func TestTus_201_Patch204_Head200_FileRecord(t *testing.T) {
 		if _, p := uploadRows(t, e.Server); p != 0 {
 			t.Fatalf("%d part rows left", p)
 		}
+		// Terminating a finished upload removes the upload, not its file.
+		if r := tusReq(e.Server, farmer, http.MethodDelete, path, nil, nil); r.Status != http.StatusNoContent {
+			t.Fatalf("delete finished: %d %s", r.Status, r.Body)
+		}
+		checkFile(t, e.Server, farmer, id, content)
 		// creation-with-upload: the whole file in the POST.
 		small := pngContent(5000)
 		r = tusReq(e.Server, farmer, http.MethodPost, uploadsPath, small, map[string]string{"Upload-Length": "5000", "Upload-Metadata": imageMeta("small.png")})
@@ -270,6 +280,9 @@ func TestTus_Refusals_412_409_460_413_415_404_400_423(t *testing.T) {
 			{"460checksum", func() *testkit.Response {
 				return tusPatch(s, farmer, path, 1000, content[1000:2000], "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(wrongSum[:]))
 			}, 460},
+			{"460lastChunk", func() *testkit.Response {
+				return tusPatch(s, farmer, path, 1000, content[1000:], "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(wrongSum[:]))
+			}, 460},
 			{"400checksumAlgorithm", func() *testkit.Response {
 				return tusPatch(s, farmer, path, 1000, content[1000:2000], "Upload-Checksum", "md5 "+base64.StdEncoding.EncodeToString(wrongSum[:16]))
 			}, http.StatusBadRequest},
@@ -313,6 +326,10 @@ func TestTus_Refusals_412_409_460_413_415_404_400_423(t *testing.T) {
 			r = tusReq(s, farmer, http.MethodPost, uploadsPath, nil, map[string]string{"Upload-Length": "10", "Upload-Metadata": imageMeta("x\x00y")})
 			if r.Status != http.StatusBadRequest || !slices.Equal(r.Error(t).Paths(), []string{"name"}) {
 				t.Fatalf("control character: %d %s", r.Status, r.Body)
+			}
+			r = tusReq(s, farmer, http.MethodPost, uploadsPath, nil, map[string]string{"Upload-Length": "10", "Upload-Metadata": imageMeta("x.png") + "," + tusMeta("notes", strings.Repeat("n", 20<<10))})
+			if r.Status != http.StatusBadRequest || r.Error(t).Code != "bad_request" {
+				t.Fatalf("long metadata: %d %s", r.Status, r.Body)
 			}
 			r = tusReq(s, farmer, http.MethodPost, uploadsPath, nil, map[string]string{"Upload-Length": "10", "Upload-Metadata": "bucket !!!"})
 			if r.Status != http.StatusBadRequest || r.Error(t).Code != "bad_request" {

@@ -85,17 +85,13 @@ func (h *Handler) commodities(c *gin.Context) error {
 	return nil
 }
 
-// respond writes a cached representation, or 304 when the client has it.
+// respond writes a cached representation (gzip when the client accepts it),
+// or 304 when the client has it.
 func respond(c *gin.Context, rep Representation, cacheControl string, counted bool) {
-	if httpx.Conditional(c, rep.ETag, cacheControl) {
-		return
-	}
 	if counted {
 		c.Header(httpx.HeaderTotalCount, strconv.Itoa(rep.Count))
 	}
-	// A known length spares the chunked encoding of a large document.
-	c.Header("Content-Length", strconv.Itoa(len(rep.Body)))
-	c.Data(http.StatusOK, "application/json; charset=utf-8", rep.Body)
+	httpx.WriteRepresentation(c, "application/json; charset=utf-8", rep.Body, rep.Gzip, rep.ETag, cacheControl)
 }
 
 func (h *Handler) specification(c *gin.Context) error {

@@ -1,9 +1,12 @@
 package refdata_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -601,6 +604,7 @@ func TestETags(t *testing.T) {
 				if other.Status != http.StatusOK || string(other.Body) != string(first.Body) {
 					t.Fatalf("another tag: status %d", other.Status)
 				}
+				checkGzipForm(t, s, c.path, token, first)
 			})
 		}
 		// The tag follows the content.
@@ -610,6 +614,47 @@ func TestETags(t *testing.T) {
 			t.Fatal("two documents share an ETag")
 		}
 	})
+}
+
+// checkGzipForm: a client that accepts gzip gets the same document
+// compressed, under its own tag and Vary: Accept-Encoding; either form's tag
+// answers 304 in either form; gzip;q=0 gets the plain body.
+func checkGzipForm(t *testing.T, s *testkit.Server, path, token string, plain *testkit.Response) {
+	t.Helper()
+	etag := plain.Header.Get("ETag")
+	do := func(h map[string]string) *testkit.Response {
+		return s.Do(testkit.Request{Method: http.MethodGet, Path: path, Token: token, Header: h})
+	}
+	if len(plain.Body) < 1024 {
+		if r := do(map[string]string{"Accept-Encoding": "gzip"}); r.Header.Get("Content-Encoding") != "" {
+			t.Fatalf("a %d-byte body was compressed", len(plain.Body))
+		}
+		return
+	}
+	gz := do(map[string]string{"Accept-Encoding": "br, gzip"})
+	gzTag := gz.Header.Get("ETag")
+	if gz.Status != http.StatusOK || gz.Header.Get("Content-Encoding") != "gzip" || gzTag == etag || gzTag == "" ||
+		!strings.Contains(gz.Header.Get("Vary"), "Accept-Encoding") || !strings.Contains(plain.Header.Get("Vary"), "Accept-Encoding") {
+		t.Fatalf("gzip form: status %d, Content-Encoding %q, ETag %q (plain %q), Vary %q / %q", gz.Status,
+			gz.Header.Get("Content-Encoding"), gzTag, etag, gz.Header.Get("Vary"), plain.Header.Get("Vary"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(decoded, plain.Body) || len(gz.Body) >= len(plain.Body) {
+		t.Fatalf("gzip body: %d bytes decoding to %d (plain %d), equal %v, err %v", len(gz.Body), len(decoded), len(plain.Body), bytes.Equal(decoded, plain.Body), err)
+	}
+	if r := do(map[string]string{"Accept-Encoding": "gzip", "If-None-Match": etag}); r.Status != http.StatusNotModified || r.Header.Get("ETag") != gzTag {
+		t.Fatalf("gzip form with the plain tag: status %d ETag %q", r.Status, r.Header.Get("ETag"))
+	}
+	if r := do(map[string]string{"If-None-Match": gzTag}); r.Status != http.StatusNotModified || r.Header.Get("ETag") != etag {
+		t.Fatalf("plain form with the gzip tag: status %d ETag %q", r.Status, r.Header.Get("ETag"))
+	}
+	if r := do(map[string]string{"Accept-Encoding": "gzip;q=0, identity"}); r.Header.Get("Content-Encoding") != "" || !bytes.Equal(r.Body, plain.Body) {
+		t.Fatalf("gzip;q=0: Content-Encoding %q", r.Header.Get("Content-Encoding"))
+	}
 }
 
 func TestLookupCommodity(t *testing.T) {

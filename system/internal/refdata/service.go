@@ -67,33 +67,38 @@ func NewService(store *Store, c cache.Cache, log logrus.FieldLogger) *Service {
 // Representation is an encoded answer with its entity tag; Count is the number
 // of items of a list answer.
 type Representation struct {
-	Body  []byte
+	Body []byte
+	// Gzip is Body compressed once when it was built (nil when that does
+	// not pay), for clients that accept gzip.
+	Gzip  []byte
 	ETag  string
 	Count int
 }
 
 // cachedRep is how a representation (or a known "not found") sits in the
-// cache: a few header lines, then the body as it goes on the wire, so that a
-// hit costs no decoding of the document.
+// cache: a few header lines, then the body as it goes on the wire and its gzip
+// form, so that a hit costs no decoding of the document and no compression.
 type cachedRep struct {
 	ETag     string
 	Count    int
 	NotFound string
 	Body     []byte
+	Gzip     []byte
 }
 
-// repMagic starts every cached representation (and versions the layout).
-const repMagic = "rep1"
+// repMagic starts every cached representation (and versions the layout:
+// entries of another layout are built again).
+const repMagic = "rep2"
 
 func (r cachedRep) encode() []byte {
 	notFound := strings.ReplaceAll(r.NotFound, "\n", " ")
-	head := repMagic + "\n" + r.ETag + "\n" + strconv.Itoa(r.Count) + "\n" + notFound + "\n"
-	out := make([]byte, 0, len(head)+len(r.Body))
-	return append(append(out, head...), r.Body...)
+	head := repMagic + "\n" + r.ETag + "\n" + strconv.Itoa(r.Count) + "\n" + notFound + "\n" + strconv.Itoa(len(r.Body)) + "\n"
+	out := make([]byte, 0, len(head)+len(r.Body)+len(r.Gzip))
+	return append(append(append(out, head...), r.Body...), r.Gzip...)
 }
 
 func decodeRep(b []byte) (cachedRep, bool) {
-	var fields [4][]byte
+	var fields [5][]byte
 	for i := range fields {
 		j := bytes.IndexByte(b, '\n')
 		if j < 0 {
@@ -102,10 +107,15 @@ func decodeRep(b []byte) (cachedRep, bool) {
 		fields[i], b = b[:j], b[j+1:]
 	}
 	count, err := strconv.Atoi(string(fields[2]))
-	if string(fields[0]) != repMagic || err != nil {
+	n, nerr := strconv.Atoi(string(fields[4]))
+	if string(fields[0]) != repMagic || err != nil || nerr != nil || n < 0 || n > len(b) {
 		return cachedRep{}, false
 	}
-	return cachedRep{ETag: string(fields[1]), Count: count, NotFound: string(fields[3]), Body: b}, true
+	cr := cachedRep{ETag: string(fields[1]), Count: count, NotFound: string(fields[3]), Body: b[:n:n]}
+	if len(b) > n {
+		cr.Gzip = b[n:]
+	}
+	return cr, true
 }
 
 // Seed writes the committed reference data when the database holds another
@@ -231,7 +241,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 			if cr.NotFound != "" {
 				return Representation{}, apierr.New(apierr.CodeNotFound, "%s", cr.NotFound)
 			}
-			return Representation{Body: cr.Body, ETag: cr.ETag, Count: cr.Count}, nil
+			return Representation{Body: cr.Body, Gzip: cr.Gzip, ETag: cr.ETag, Count: cr.Count}, nil
 		}
 	}
 	cat, err := s.store.LoadCatalogue(ctx)
@@ -251,7 +261,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 		if err != nil {
 			return Representation{}, apierr.Internal(err)
 		}
-		cr = cachedRep{Body: body, ETag: httpx.StrongETag(body), Count: count}
+		cr = cachedRep{Body: body, Gzip: httpx.Gzip(body), ETag: httpx.StrongETag(body), Count: count}
 	}
 	if err := s.cache.Set(ctx, key, cr.encode(), 0); err != nil {
 		s.log.WithError(err).WithField("key", key).Warn("cache write failed")
@@ -259,7 +269,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 	if berr != nil {
 		return Representation{}, berr
 	}
-	return Representation{Body: cr.Body, ETag: cr.ETag, Count: cr.Count}, nil
+	return Representation{Body: cr.Body, Gzip: cr.Gzip, ETag: cr.ETag, Count: cr.Count}, nil
 }
 
 func (s *Service) invalidate(ctx context.Context) {

@@ -49,6 +49,24 @@ func Gradient(w, h int) *image.NRGBA {
 	return img
 }
 
+// Noisy is Gradient with per-pixel grain (up to ±16 per channel): its JPEG
+// is about as large as a camera's (around 0.3 bytes a pixel at quality 90
+// rather than 0.05), and decoding cost grows with the coded size.
+func Noisy(w, h int) *image.NRGBA {
+	img := Gradient(w, h)
+	seed := uint32(2463534242)
+	for i := 0; i < len(img.Pix); i += 4 {
+		for c := range 3 {
+			seed ^= seed << 13
+			seed ^= seed >> 17
+			seed ^= seed << 5
+			v := int(img.Pix[i+c]) + int(seed&31) - 16
+			img.Pix[i+c] = byte(min(255, max(0, v)))
+		}
+	}
+	return img
+}
+
 // JPEG encodes img as a JPEG.
 func JPEG(img image.Image) []byte {
 	var buf bytes.Buffer
