@@ -44,8 +44,10 @@ import (
 )
 
 // leaseTTL is how long a PATCH holds its upload without renewing; it renews
-// every leaseTTL/3.
-const leaseTTL = 30 * time.Second
+// every leaseTTL/3. Short, because a replica that dies mid-PATCH keeps the
+// upload locked that long, and clients give up retrying a 423 after their
+// retry delays (README suggests ~19 s of them).
+const leaseTTL = 15 * time.Second
 
 // uploadRow is an upload as stored.
 type uploadRow struct {

@@ -427,3 +427,31 @@ func TestTus_ExpiryRemovesRowsAndBytes(t *testing.T) {
 		}
 	})
 }
+
+// TestTus_423_DeadReplicaLeaseExpires: a replica that died mid-PATCH leaves
+// its lease in the row; writers get 423 until it runs out, then carry on.
+func TestTus_423_DeadReplicaLeaseExpires(t *testing.T) {
+	forEach(t, nil, func(t *testing.T, e *env) {
+		s := e.Server
+		content := pngContent(20000)
+		path := tusCreate(t, s, farmer, len(content), imageMeta("lease.png"))
+		id := path[strings.LastIndex(path, "/")+1:]
+		setLease := func(until time.Time) {
+			if _, err := s.Platform.DB.NewUpdate().Table("system_uploads").Set("lease_token = ?", "dead0replica0lease").
+				Set("lease_until = ?", until.UTC()).Where("id = ?", id).Exec(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setLease(time.Now().Add(time.Minute))
+		if r := tusPatch(s, farmer, path, 0, content[:5000]); r.Status != http.StatusLocked {
+			t.Fatalf("while the dead lease runs: %d %s", r.Status, r.Body)
+		}
+		if n, _ := headOffset(t, s, farmer, path); n != 0 {
+			t.Fatalf("offset %d", n)
+		}
+		setLease(time.Now().Add(-time.Second))
+		mustPatch(t, s, farmer, path, 0, content[:5000])
+		r := mustPatch(t, s, farmer, path, 5000, content[5000:])
+		checkFile(t, s, farmer, r.Header.Get("Upload-File-Id"), content)
+	})
+}
