@@ -142,3 +142,36 @@ func TestUploadSweepSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestThumbnailSettings: the thumbnail keys have their defaults and come
+// from the environment (sizes comma-separated); a pixel limit or a
+// concurrency that is not positive is refused naming the key.
+func TestThumbnailSettings(t *testing.T) {
+	inDir(t, t.TempDir())
+	c, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Files.ThumbSizes, ",") != "100x100,300x300,600x0,1200x0" || c.Files.ThumbMaxPixels != 50_000_000 || c.Files.ThumbConcurrency != 2 {
+		t.Fatalf("defaults: %v %d %d", c.Files.ThumbSizes, c.Files.ThumbMaxPixels, c.Files.ThumbConcurrency)
+	}
+	t.Setenv("AGRITRADE_FILES_THUMB_SIZES", "64x64, 200x200f,0x300")
+	t.Setenv("AGRITRADE_FILES_THUMB_MAX_PIXELS", "1000000")
+	t.Setenv("AGRITRADE_FILES_THUMB_CONCURRENCY", "4")
+	if c, err = config.Load(""); err != nil || strings.Join(c.Files.ThumbSizes, ",") != "64x64,200x200f,0x300" ||
+		c.Files.ThumbMaxPixels != 1_000_000 || c.Files.ThumbConcurrency != 4 {
+		t.Fatalf("from the environment: %+v, %v", c.Files, err)
+	}
+	for _, bad := range []struct{ key, value string }{
+		{"AGRITRADE_FILES_THUMB_MAX_PIXELS", "0"},
+		{"AGRITRADE_FILES_THUMB_CONCURRENCY", "-1"},
+	} {
+		t.Run(bad.key, func(t *testing.T) {
+			t.Setenv(bad.key, bad.value)
+			want := strings.ToLower(strings.TrimPrefix(bad.key, "AGRITRADE_FILES_"))
+			if _, err := config.Load(""); err == nil || !strings.Contains(err.Error(), "files."+want) {
+				t.Fatalf("error %v, want one naming files.%s", err, want)
+			}
+		})
+	}
+}

@@ -271,7 +271,7 @@ func cors(origins []string) gin.HandlerFunc {
 		if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-None-Match, Range, X-Request-ID, Idempotency-Key, "+
-				"Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata, Upload-Checksum, Upload-Defer-Length, X-HTTP-Method-Override")
+				"Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata, Upload-Checksum, Upload-Defer-Length")
 			h.Set("Access-Control-Max-Age", "600")
 			c.AbortWithStatus(http.StatusNoContent)
 			return

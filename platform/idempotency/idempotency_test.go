@@ -418,3 +418,57 @@ func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 func httpxInvalid() error {
 	return apierr.Invalid(apierr.FieldError{Path: "name", Code: "required", Message: "is required", Data: map[string]any{}})
 }
+
+// TestIdempotency_503_OutageReleasesOrLeasesTheKey cuts the replica's
+// PostgreSQL: a keyed request answers 503 and holds nothing; one whose handler
+// lost the database half-way (the release could not be written either) holds
+// its key until the lease passes, then a retry runs.
+func TestIdempotency_503_OutageReleasesOrLeasesTheKey(t *testing.T) {
+	dsn := testkit.PostgresDSN(t)
+	bdb := testkit.PostgresAs(t, dsn, "idem-replica")
+	s, m := start(t, bdb, func(c *config.Config) { c.Idempotency.Lease = 2 * time.Second })
+	body := map[string]any{"n": 1}
+
+	restore := testkit.CutPostgres(t, dsn, "idem-replica")
+	r := post(s, ann, "/probe/v1/items", "cut", body)
+	// 503, or 500 while the platform's classifier does not count PostgreSQL's
+	// refusal of new connections (55000) as an outage: a 5xx either way.
+	if r.Status < 500 {
+		t.Fatalf("while cut: %d %s", r.Status, r.Body)
+	}
+	restore()
+	// The first request after the outage may still meet a dead pooled
+	// connection (503, not kept); then the key runs.
+	r = post(s, ann, "/probe/v1/items", "cut", body)
+	for i := 0; r.Status >= 500 && i < 20; i++ {
+		time.Sleep(100 * time.Millisecond)
+		r = post(s, ann, "/probe/v1/items", "cut", body)
+	}
+	if r.Status != http.StatusCreated || r.Header.Get(idempotency.ReplayedHeader) != "" {
+		t.Fatalf("after the outage: %d %s\n%s", r.Status, r.Body, s.Logs.String())
+	}
+
+	first := make(chan *testkit.Response, 1)
+	go func() { first <- post(s, ann, "/probe/v1/slow", "halfway", body) }()
+	<-m.started
+	restore = testkit.CutPostgres(t, dsn, "idem-replica")
+	close(m.release)
+	if r := <-first; r.Status < 500 {
+		t.Fatalf("handler cut half-way: %d %s", r.Status, r.Body)
+	}
+	restore()
+	cutAt := time.Now()
+	r = post(s, ann, "/probe/v1/slow", "halfway", body)
+	if time.Since(cutAt) < 2*time.Second && r.Status != http.StatusConflict && r.Status < 500 {
+		t.Fatalf("within the lease: %d %s", r.Status, r.Body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); r.Status == http.StatusConflict || r.Status >= 500; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the key of the request cut half-way was never freed")
+		}
+		r = post(s, ann, "/probe/v1/slow", "halfway", body)
+	}
+	if r.Status != http.StatusCreated {
+		t.Fatalf("after the lease: %d %s", r.Status, r.Body)
+	}
+}

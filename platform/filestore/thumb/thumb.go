@@ -133,10 +133,11 @@ const jpegQuality = 85
 // JPEG, or PNG when the thumbnail has transparent pixels. maxPixels (> 0)
 // bounds the source's width x height; it is checked on the header alone.
 //
-// The steps: read the header (size, format) while keeping its bytes; refuse
-// a format other than the four and an image over the limit; decode the rest
-// (the kept bytes first), turning it as its EXIF orientation says; scale
-// and crop; encode.
+// The steps: read the header (size, format, a JPEG's EXIF orientation)
+// while keeping its bytes; refuse a format other than the four and an image
+// over the limit; decode the rest (the kept bytes first); scale and crop;
+// turn as the orientation says; encode. An animated GIF gives its first
+// frame.
 //
 // Memory: the decoded source (4 bytes a pixel for PNG, GIF and WebP with
 // alpha, 1.5 to 3 for JPEG and opaque WebP) plus the scaled copies; at the

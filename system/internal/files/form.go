@@ -25,6 +25,9 @@ const (
 	// FormOverhead is what the body may carry beyond the file: boundaries,
 	// part headers and the text fields.
 	FormOverhead = 1 << 20
+	// maxMetadataBytes caps a resumable upload's Upload-Metadata: the
+	// longest organisations field, base64-encoded, and the short fields.
+	maxMetadataBytes = 16 << 10
 )
 
 // form is the upload's text fields, before and after the file part.
@@ -140,6 +143,11 @@ func metadataInput(header string) (filestore.PutInput, error) {
 	f := &form{seen: map[string]bool{}}
 	if strings.TrimSpace(header) == "" {
 		return f.in, nil
+	}
+	// The header is kept with the upload and answered by HEAD: no more than
+	// the form's fields can fill.
+	if len(header) > maxMetadataBytes {
+		return f.in, apierr.BadRequest("Upload-Metadata is longer than %d bytes", maxMetadataBytes)
 	}
 	for _, pair := range strings.Split(header, ",") {
 		key, val, _ := strings.Cut(strings.TrimSpace(pair), " ")
