@@ -670,5 +670,15 @@ func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcom
 		}
 		out[i].ID = id
 	}
+	// A row that changed a load is a change like any other: its followers
+	// (organiser, carrier, driver) get load.updated, in the import's
+	// transaction. Creations are not announced, as with the create routes.
+	for _, l := range write {
+		if i := writer[l.Key()]; out[i].Action == ImportUpdated && out[i].Err == nil {
+			if err := streamevents.Append(ctx, imp.tx, streamEvent(l)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return out, nil
 }
