@@ -149,6 +149,23 @@ func (s *S3) Stat(ctx context.Context, key string) (int64, error) {
 	return info.Size, nil
 }
 
+// Join makes dst of srcs, in order, inside the store (ComposeObject: one
+// UploadPartCopy per source; every source but the last 5 MiB or more).
+func (s *S3) Join(ctx context.Context, dst string, srcs []string) error {
+	if err := checkKey(dst); err != nil {
+		return err
+	}
+	opts := make([]minio.CopySrcOptions, len(srcs))
+	for i, k := range srcs {
+		if err := checkKey(k); err != nil {
+			return err
+		}
+		opts[i] = minio.CopySrcOptions{Bucket: s.bucket, Object: s.prefix + k}
+	}
+	_, err := s.client.ComposeObject(ctx, minio.CopyDestOptions{Bucket: s.bucket, Object: s.prefix + dst}, opts...)
+	return err
+}
+
 // Delete removes the object.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {

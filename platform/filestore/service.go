@@ -180,19 +180,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	if slices.Contains(Buckets, u.bucket) && !Accepts(u.bucket, contentType, executable) {
 		return nil, apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType)
 	}
-	now := s.opts.Now().UTC()
-	id := uuid.Must(uuid.NewV7()).String()
-	// The key starts with the bucket when it came before the file; a file
-	// sent before its bucket waits under "incoming" (the record keeps the key).
-	prefix := u.bucket
-	if !slices.Contains(Buckets, prefix) {
-		prefix = "incoming"
-	}
-	rec := &Record{
-		ID: id, Path: fmt.Sprintf("%s/%04d/%02d/%s", prefix, now.Year(), int(now.Month()), id),
-		ContentType: contentType, UserID: p.UserID, UserName: p.Name, Tags: []string{},
-		Status: StatusActive, CreatedAt: now.Truncate(time.Second),
-	}
+	rec := s.newRecord(p, u.bucket, contentType)
 	body := &uploadReader{r: io.MultiReader(bytes.NewReader(head), in.Body), hash: sha256.New(), max: s.opts.MaxBytes}
 	size, err := s.blobs.Put(ctx, rec.Path, body)
 	if err != nil {
@@ -231,6 +219,23 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	s.sign(rec)
 	return rec, nil
+}
+
+// newRecord starts the record of a new file: its id and storage key. The key
+// starts with the bucket when it is known; a file sent before its bucket
+// waits under "incoming" (the record keeps the key).
+func (s *Service) newRecord(p *auth.Principal, bucket, contentType string) *Record {
+	now := s.opts.Now().UTC()
+	id := uuid.Must(uuid.NewV7()).String()
+	prefix := bucket
+	if !slices.Contains(Buckets, prefix) {
+		prefix = "incoming"
+	}
+	return &Record{
+		ID: id, Path: fmt.Sprintf("%s/%04d/%02d/%s", prefix, now.Year(), int(now.Month()), id),
+		ContentType: contentType, UserID: p.UserID, UserName: p.Name, Tags: []string{},
+		Status: StatusActive, CreatedAt: now.Truncate(time.Second),
+	}
 }
 
 // uploadReader hashes and counts the body on its way to the store and stops

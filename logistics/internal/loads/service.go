@@ -13,6 +13,7 @@ import (
 	"github.com/agritrade/api/platform/db"
 	streamevents "github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -394,7 +395,7 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 	if err != nil {
 		return nil, err
 	}
-	s.log.WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
+	logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
 	return out, nil
 }
 

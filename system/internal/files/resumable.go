@@ -25,6 +25,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -179,17 +180,18 @@ func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch 
 	if ch.Length == 0 && ch.Checksum == nil {
 		return row, nil
 	}
-	body := &chunkReader{r: ch.Body, left: left, row: row, want: ch.Checksum}
+	body := &chunkReader{r: ch.Body, left: left, row: row, want: ch.Checksum, run: r.runningHash(ctx, row)}
 	if ch.Checksum != nil {
 		body.hash = sha256.New()
 	}
 	if ch.Length == left {
 		// The last chunk, of a known length: it streams straight into the
-		// file behind the stored chunks, never stored as a chunk itself.
+		// file behind the stored chunks, never stored as a chunk itself
+		// (or, where the store joins objects, is stored and joined).
 		body.exact = true
 		return r.finish(ctx, p, row, lease, body, "")
 	}
-	key := fmt.Sprintf("%s%s/%06d-%s", filestore.ScratchPrefix, row.ID, row.Parts, lease.token[:12])
+	key := partKey(row, lease)
 	n, err := r.files.PutScratch(ctx, key, body)
 	if err != nil {
 		return nil, lease.lost(err)
@@ -207,6 +209,7 @@ func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch 
 		defer func() { _ = rc.Close() }()
 		return r.finish(ctx, p, row, lease, &chunkReader{r: rc, left: n, exact: true, row: row}, key)
 	}
+	r.saveHash(ctx, key, body.run)
 	err = r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(&partRow{UploadID: row.ID, Seq: row.Parts, Key: key, Size: n}).Exec(ctx); err != nil {
 			return err
@@ -220,6 +223,62 @@ func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch 
 	row.Received += n
 	row.Parts++
 	return row, nil
+}
+
+// partKey names the next chunk of an upload: its sequence number and the
+// lease that writes it.
+func partKey(row *uploadRow, l *lease) string {
+	return fmt.Sprintf("%s%s/%06d-%s", filestore.ScratchPrefix, row.ID, row.Parts, l.token[:12])
+}
+
+// hashSuffix names the scratch object beside a chunk that holds the SHA-256
+// state after it (where the store joins objects, so that the last chunk can
+// finish the file's hash without reading the others back).
+const hashSuffix = ".sha256"
+
+// runningHash is the SHA-256 state after the upload's stored chunks, or nil
+// when the store cannot join objects (then nothing needs it) or a state is
+// missing (then the upload finishes by reading its chunks back).
+func (r *Resumable) runningHash(ctx context.Context, row *uploadRow) hash.Hash {
+	if !r.files.CanJoin([]int64{0}) {
+		return nil
+	}
+	h := sha256.New()
+	if row.Parts == 0 {
+		return h
+	}
+	var last partRow
+	if err := r.db.NewSelect().Model(&last).Where("upload_id = ?", row.ID).Where("seq = ?", row.Parts-1).Limit(1).Scan(ctx); err != nil {
+		return nil
+	}
+	rc, err := r.files.OpenScratch(ctx, last.Key+hashSuffix)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = rc.Close() }()
+	state, err := io.ReadAll(io.LimitReader(rc, 1024))
+	if err != nil {
+		return nil
+	}
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
+		return nil
+	}
+	return h
+}
+
+// saveHash stores the SHA-256 state after a chunk beside it; a failure only
+// costs the join (the upload then finishes by reading its chunks back).
+func (r *Resumable) saveHash(ctx context.Context, key string, h hash.Hash) {
+	if h == nil {
+		return
+	}
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err == nil {
+		_, err = r.files.PutScratch(ctx, key+hashSuffix, bytes.NewReader(state))
+	}
+	if err != nil {
+		r.log.WithError(err).WithField("key", key).Warn("could not keep a chunk's hash state; the upload will be read back at its end")
+	}
 }
 
 // finish reads the stored chunks back, followed by the last chunk (tail,
@@ -242,29 +301,65 @@ func (r *Resumable) finish(ctx context.Context, p *auth.Principal, row *uploadRo
 		return nil, err
 	}
 	keys := make([]string, 0, len(parts)+1)
+	sizes := make([]int64, 0, len(parts)+1)
 	for _, pt := range parts {
 		keys = append(keys, pt.Key)
+		sizes = append(sizes, pt.Size)
 	}
-	var orgs []string
-	if err := json.Unmarshal([]byte(row.Organisations), &orgs); err != nil {
+	in, err := inputOf(row)
+	if err != nil {
 		dropLast()
 		return nil, err
 	}
-	rec, err := r.files.Put(ctx, p, filestore.PutInput{
-		Bucket: row.Bucket, Type: row.Type, Name: row.Name, OrganisationID: row.OrganisationID, Organisations: orgs,
-		Body: io.MultiReader(&partsReader{ctx: ctx, files: r.files, keys: keys}, tail),
-	})
+	if lastKey == "" && tail.run != nil && r.files.CanJoin(append(sizes, tail.left)) {
+		return r.join(ctx, p, row, lease, in, keys, tail)
+	}
+	stored := &partsReader{ctx: ctx, files: r.files, keys: keys}
+	in.Body = io.MultiReader(stored, tail)
+	rec, err := r.files.Put(ctx, p, in)
+	stored.Close()
+	if lastKey != "" {
+		keys = append(keys, lastKey)
+	}
+	return r.finished(ctx, row, lease, keys, tail, lastKey, rec, err)
+}
+
+// join finishes an upload whose chunks the store can join: the last chunk
+// is stored as one more (its hash completing the running one), and the file
+// is made of them inside the store, its bytes never read back.
+func (r *Resumable) join(ctx context.Context, p *auth.Principal, row *uploadRow, lease *lease, in filestore.PutInput, keys []string, tail *chunkReader) (*uploadRow, error) {
+	key := partKey(row, lease)
+	if _, err := r.files.PutScratch(ctx, key, tail); err != nil {
+		return nil, lease.lost(err)
+	}
+	keys = append(keys, key)
+	first := &partsReader{ctx: ctx, files: r.files, keys: keys}
+	head, err := io.ReadAll(io.LimitReader(first, filestore.HeadLen))
+	first.Close()
+	var rec *filestore.Record
+	if err == nil {
+		rec, err = r.files.JoinScratch(ctx, p, in, keys, row.Length, hex.EncodeToString(tail.run.Sum(nil)), head)
+	}
+	return r.finished(ctx, row, lease, keys, tail, key, rec, err)
+}
+
+// finished records the outcome of turning an upload into a file (rec, err):
+// keys are all its chunks, last the one this PATCH stored ("" for none).
+func (r *Resumable) finished(ctx context.Context, row *uploadRow, lease *lease, keys []string, tail *chunkReader, last string, rec *filestore.Record, err error) (*uploadRow, error) {
+	dropLast := func() {
+		if last != "" {
+			r.discard(ctx, last)
+		}
+	}
 	if err != nil {
-		dropLast()
 		if tail.err == nil && permanent(err) {
-			if lastKey != "" {
-				keys = append(keys, lastKey)
-			}
 			r.removeParts(ctx, row.ID, keys)
 			if _, derr := r.db.NewDelete().Model((*uploadRow)(nil)).Where("id = ?", row.ID).Exec(context.WithoutCancel(ctx)); derr != nil {
 				r.log.WithError(derr).WithField("upload", row.ID).Warn("could not remove a refused upload; the sweeper will")
 			}
+			return nil, lease.lost(err)
 		}
+		dropLast()
 		return nil, lease.lost(err)
 	}
 	if err := lease.advance(ctx, r.db, row, row.Length-row.Received, rec.ID); err != nil {
@@ -276,11 +371,17 @@ func (r *Resumable) finish(ctx context.Context, p *auth.Principal, row *uploadRo
 	row.Received, row.FileID = row.Length, rec.ID
 	// The chunks have become the file: remove them now; the row stays until
 	// it expires, so that a HEAD still answers Upload-File-Id.
-	if lastKey != "" {
-		keys = append(keys, lastKey)
-	}
 	r.removeParts(ctx, row.ID, keys)
 	return row, nil
+}
+
+// inputOf is the upload's fields as Put takes them.
+func inputOf(row *uploadRow) (filestore.PutInput, error) {
+	var orgs []string
+	if err := json.Unmarshal([]byte(row.Organisations), &orgs); err != nil {
+		return filestore.PutInput{}, err
+	}
+	return filestore.PutInput{Bucket: row.Bucket, Type: row.Type, Name: row.Name, OrganisationID: row.OrganisationID, Organisations: orgs}, nil
 }
 
 // permanent tells whether Put refused the content or the fields for good.
@@ -318,6 +419,9 @@ func (r *Resumable) remove(ctx context.Context, id string) error {
 		if err := r.files.DeleteScratch(ctx, pt.Key); err != nil {
 			return err
 		}
+		if err := r.files.DeleteScratch(ctx, pt.Key+hashSuffix); err != nil {
+			return err
+		}
 	}
 	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewDelete().Model((*partRow)(nil)).Where("upload_id = ?", id).Exec(ctx); err != nil {
@@ -340,10 +444,12 @@ func (r *Resumable) removeParts(ctx context.Context, id string, keys []string) {
 	}
 }
 
-// discard removes one chunk object that no row lists.
+// discard removes one chunk object that no row lists, and its hash state.
 func (r *Resumable) discard(ctx context.Context, key string) {
-	if err := r.files.DeleteScratch(context.WithoutCancel(ctx), key); err != nil {
-		r.log.WithError(err).WithField("key", key).Warn("could not remove an unrecorded upload chunk")
+	for _, k := range []string{key, key + hashSuffix} {
+		if err := r.files.DeleteScratch(context.WithoutCancel(ctx), k); err != nil {
+			r.log.WithError(err).WithField("key", k).Warn("could not remove an unrecorded upload chunk")
+		}
 	}
 }
 
@@ -542,6 +648,8 @@ type chunkReader struct {
 	row  *uploadRow
 	hash hash.Hash
 	want []byte
+	// run, when set, is the whole upload's running SHA-256 (join).
+	run hash.Hash
 	// exact: the chunk must end at the upload's length.
 	exact bool
 	// err is the chunk's own refusal, kept apart from the store's.
@@ -567,6 +675,9 @@ func (c *chunkReader) read(p []byte) (int, error) {
 	}
 	if c.hash != nil {
 		_, _ = c.hash.Write(p[:n])
+	}
+	if c.run != nil {
+		_, _ = c.run.Write(p[:n])
 	}
 	if errors.Is(err, io.EOF) {
 		if c.hash != nil && !bytes.Equal(c.hash.Sum(nil), c.want) {
@@ -617,13 +728,21 @@ func (p *partsReader) Read(b []byte) (int, error) {
 			continue
 		}
 		if err != nil {
-			_ = p.cur.Close()
+			p.Close()
 			if filestore.IsUnavailable(err) {
 				return n, apierr.Unavailable(err, "the file store")
 			}
 			return n, apierr.Internal(err)
 		}
 		return n, nil
+	}
+}
+
+// Close closes the chunk being read, when the reader stops before the end.
+func (p *partsReader) Close() {
+	if p.cur != nil {
+		_ = p.cur.Close()
+		p.cur = nil
 	}
 }
 

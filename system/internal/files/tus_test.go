@@ -124,6 +124,17 @@ func checkFile(t *testing.T, s *testkit.Server, p auth.Principal, id string, con
 	}
 }
 
+// chunks leaves out the running hashes an S3 store keeps beside chunks.
+func chunks(objects []string) []string {
+	var out []string
+	for _, o := range objects {
+		if !strings.HasSuffix(o, ".sha256") {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 func uploadRows(t *testing.T, s *testkit.Server) (uploads, parts int) {
 	t.Helper()
 	n, err := s.Platform.DB.NewSelect().Table("system_uploads").Count(t.Context())
@@ -254,7 +265,7 @@ func TestTus_Refusals_412_409_460_413_415_404_400_423(t *testing.T) {
 			if _, p := uploadRows(t, s); p != 1 {
 				t.Fatalf("%d parts", p)
 			}
-			if got := e.objects(t); len(got) != 1 {
+			if got := chunks(e.objects(t)); len(got) != 1 {
 				t.Fatalf("store holds %v", got)
 			}
 		}
@@ -408,7 +419,7 @@ func TestTus_ExpiryRemovesRowsAndBytes(t *testing.T) {
 		content := pngContent(10000)
 		path := tusCreate(t, e.Server, farmer, len(content), imageMeta("left.png"))
 		mustPatch(t, e.Server, farmer, path, 0, content[:4000])
-		if got := e.objects(t); len(got) != 1 {
+		if got := chunks(e.objects(t)); len(got) != 1 {
 			t.Fatalf("store holds %v", got)
 		}
 		deadline := time.Now().Add(15 * time.Second)
@@ -453,5 +464,63 @@ func TestTus_423_DeadReplicaLeaseExpires(t *testing.T) {
 		mustPatch(t, s, farmer, path, 0, content[:5000])
 		r := mustPatch(t, s, farmer, path, 5000, content[5000:])
 		checkFile(t, s, farmer, r.Header.Get("Upload-File-Id"), content)
+	})
+}
+
+// TestTus_5MiBChunks_JoinedInTheStore: with chunks of 5 MiB an S3 store
+// makes the file of them itself (the running SHA-256 kept beside each
+// chunk); the local store reads them back. Same file, same hash, nothing
+// left but the file; a refused last chunk leaves the upload as it was, a
+// refused content removes it.
+func TestTus_5MiBChunks_JoinedInTheStore(t *testing.T) {
+	forEach(t, nil, func(t *testing.T, e *env) {
+		s := e.Server
+		const mib = 1 << 20
+		content := pngContent(11*mib + 123)
+		path := tusCreate(t, s, farmer, len(content), imageMeta("big.png"))
+		mustPatch(t, s, farmer, path, 0, content[:5*mib])
+		mustPatch(t, s, farmer, path, 5*mib, content[5*mib:10*mib])
+		// S3 keeps the running hash beside each chunk; local has no use for it.
+		want := 2
+		if strings.Contains(t.Name(), "/s3/") {
+			want = 4
+		}
+		if got := e.objects(t); len(got) != want {
+			t.Fatalf("store holds %v, want %d objects", got, want)
+		}
+		wrong := sha256.Sum256([]byte("x"))
+		if r := tusPatch(s, farmer, path, 10*mib, content[10*mib:], "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(wrong[:])); r.Status != 460 {
+			t.Fatalf("bad last chunk: %d %s", r.Status, r.Body)
+		}
+		if n, _ := headOffset(t, s, farmer, path); n != 10*mib {
+			t.Fatalf("offset %d", n)
+		}
+		sum := sha256.Sum256(content[10*mib:])
+		r := tusPatch(s, farmer, path, 10*mib, content[10*mib:], "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(sum[:]))
+		if r.Status != http.StatusNoContent || r.Header.Get("Upload-File-Id") == "" {
+			t.Fatalf("last chunk: %d %v %s", r.Status, r.Header, r.Body)
+		}
+		id := r.Header.Get("Upload-File-Id")
+		checkFile(t, s, farmer, id, content)
+		if got := e.objects(t); len(got) != 1 || !strings.HasSuffix(got[0], id) {
+			t.Fatalf("store holds %v", got)
+		}
+		// Text in the images bucket: 415 when the last chunk is in, and the
+		// upload is gone with its chunks.
+		text := bytes.Repeat([]byte("plain text, not a picture. "), 6*mib/27+1)
+		p2 := tusCreate(t, s, farmer, len(text), imageMeta("fake.png"))
+		mustPatch(t, s, farmer, p2, 0, text[:5*mib])
+		if r := tusPatch(s, farmer, p2, 5*mib, text[5*mib:]); r.Status != http.StatusUnsupportedMediaType {
+			t.Fatalf("text as image: %d %s", r.Status, r.Body)
+		}
+		if r := tusReq(s, farmer, http.MethodHead, p2, nil, nil); r.Status != http.StatusNotFound {
+			t.Fatalf("refused upload: %d", r.Status)
+		}
+		if got := e.objects(t); len(got) != 1 {
+			t.Fatalf("store holds %v", got)
+		}
+		if u, p := uploadRows(t, s); u != 1 || p != 0 {
+			t.Fatalf("rows %d %d", u, p)
+		}
 	})
 }
