@@ -37,7 +37,8 @@ func IsUniqueViolation(err error) bool {
 //     I/O error), 57P01/57P02/57P03 (terminated by an administrator, crash of
 //     another backend, starting up or shutting down), 57014 (statement
 //     cancelled: a timeout or an operator), 55P03 (lock not available), and
-//     25006 (read-only transaction: connected to a standby during a failover).
+//     25006 (read-only transaction: connected to a standby during a failover),
+//     and 55000 when it says the database is not accepting connections.
 //   - PostgreSQL 40001 (serialization failure) and 40P01 (deadlock detected):
 //     the transaction was rolled back through no fault of the request, and the
 //     same request succeeds when repeated. They are transient, so they answer
@@ -58,7 +59,7 @@ func IsUnavailable(err error) bool {
 	}
 	var pgErr pgdriver.Error
 	if errors.As(err, &pgErr) {
-		return pgUnavailable(pgErr.Field('C'))
+		return pgUnavailable(pgErr.Field('C'), pgErr.Field('M'))
 	}
 	var liteErr *sqlite.Error
 	if errors.As(err, &liteErr) {
@@ -71,10 +72,17 @@ func IsUnavailable(err error) bool {
 	return isConnectionFailure(err)
 }
 
-// pgUnavailable classifies a PostgreSQL SQLSTATE.
-func pgUnavailable(code string) bool {
+// pgUnavailable classifies a PostgreSQL SQLSTATE (and its message, for the
+// one code that is shared with programming errors).
+func pgUnavailable(code, message string) bool {
 	if len(code) != 5 {
 		return false
+	}
+	// 55000 is also what a wrong call sequence answers (currval before
+	// nextval); only the refusal of connections to a database an operator
+	// closed (ALTER DATABASE ... ALLOW_CONNECTIONS false) is an outage.
+	if code == "55000" {
+		return strings.Contains(message, "not currently accepting connections")
 	}
 	switch code[:2] {
 	case "08", "53", "58":

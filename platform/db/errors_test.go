@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,6 +81,27 @@ func TestUnavailableOnPostgres(t *testing.T) {
 	_, err = bdb.ExecContext(ctx, "SELEKT 1")
 	if err == nil || db.IsUnavailable(err) {
 		t.Fatalf("syntax error classified unavailable: %v", err)
+	}
+	// 55000 is both a programming error (currval before nextval) and, with
+	// its own message, a database an operator closed to connections.
+	if _, err := bdb.ExecContext(ctx, "CREATE SEQUENCE seq_55000"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bdb.ExecContext(ctx, "SELECT currval('seq_55000')")
+	if err == nil || db.IsUnavailable(err) {
+		t.Fatalf("currval before nextval classified unavailable: %v", err)
+	}
+	closedDB := strings.ReplaceAll(testkit.UniqueName("closed_"), "-", "_")
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+closedDB+" ALLOW_CONNECTIONS false"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+closedDB) })
+	cu := *u
+	cu.Host = strings.Split(dsnHost(t, dsn), "/")[0]
+	cu.Path = "/" + closedDB
+	_, err = db.Open(ctx, cu.String(), db.Options{})
+	if err == nil || !db.IsUnavailable(err) {
+		t.Fatalf("a database closed to connections: %v (unavailable %v)", err, db.IsUnavailable(err))
 	}
 	_, err = bdb.ExecContext(ctx, "INSERT INTO pair VALUES (1, 0)")
 	if !db.IsUniqueViolation(err) || db.IsUnavailable(err) {
@@ -197,4 +219,14 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 			t.Fatalf("round %d: same backend %d after its termination", round, pid)
 		}
 	}
+}
+
+// dsnHost answers the host:port of a DSN.
+func dsnHost(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
 }

@@ -431,9 +431,9 @@ func TestIdempotency_503_OutageReleasesOrLeasesTheKey(t *testing.T) {
 
 	restore := testkit.CutPostgres(t, dsn, "idem-replica")
 	r := post(s, ann, "/probe/v1/items", "cut", body)
-	// 503, or 500 while the platform's classifier does not count PostgreSQL's
-	// refusal of new connections (55000) as an outage: a 5xx either way.
-	if r.Status < 500 {
+	// PostgreSQL refuses new connections to the closed database (55000,
+	// "not currently accepting connections"): an outage, 503.
+	if r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("while cut: %d %s", r.Status, r.Body)
 	}
 	restore()
