@@ -38,11 +38,14 @@ func deadlineServer(t *testing.T, cfg config.HTTP, h http.Handler) string {
 
 // deadlineServerClosed is deadlineServer that also counts the connections the
 // server has closed.
-func deadlineServerClosed(t *testing.T, cfg config.HTTP, h http.Handler) (string, *atomic.Int64) {
+func deadlineServerClosed(t *testing.T, cfg config.HTTP, h http.Handler, wrap ...func(net.Listener) net.Listener) (string, *atomic.Int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range wrap {
+		ln = w(ln)
 	}
 	srv := newHTTPServer(cfg, h)
 	closed := &atomic.Int64{}
@@ -226,12 +229,18 @@ func TestDownloads(t *testing.T) {
 	})
 
 	t.Run("stalled", func(t *testing.T) {
-		addr, closed := deadlineServerClosed(t, testDeadlines, file)
+		// Small buffers on both ends, as on a mobile link: on loopback the
+		// kernel may otherwise buffer all 4 MiB (machines differ in how far
+		// they let socket buffers grow), and the write would never wait.
+		addr, closed := deadlineServerClosed(t, testDeadlines, file, func(ln net.Listener) net.Listener { return smallSendBuffers{ln} })
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = c.Close() }()
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(16 << 10)
+		}
 		_, _ = io.WriteString(c, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n")
 		// Read nothing: the socket buffers fill and the server must give up.
 		select {

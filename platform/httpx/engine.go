@@ -142,6 +142,9 @@ func requestID(log *logging.Module, version string) gin.HandlerFunc {
 			id = uuid.Must(uuid.NewV7()).String()
 		}
 		c.Set(requestKey, id)
+		// In the request's context too: what a feature logs with it
+		// (logging.Ctx) names the request, like the request's own lines.
+		c.Request = c.Request.WithContext(logging.WithRequestID(c.Request.Context(), id))
 		c.Header(HeaderRequestID, id)
 		if version != "" {
 			c.Header(HeaderAPIVersion, version)
@@ -170,7 +173,7 @@ func Scope(log *logging.Module, version string) gin.HandlerFunc {
 func requestEntry(log *logging.Module, c *gin.Context, id string) *logrus.Entry {
 	e := log.Component("http").WithField(logging.RequestIDField, id)
 	if ctx := c.Request.Context(); trace.SpanContextFromContext(ctx).IsValid() {
-		e = e.WithContext(logging.WithRequestID(ctx, id))
+		e = e.WithContext(ctx)
 	}
 	return e
 }

@@ -117,6 +117,9 @@ func (k *Keeper) Run(ctx context.Context) error {
 		} else if n > 0 {
 			k.o.Log.WithField("keys", n).Debug("idempotency: expired answers purged")
 		}
+		if n := sweepSpools(k.o.TempDir, k.now().Add(-spoolMaxAge)); n > 0 {
+			k.o.Log.WithField("files", n).Info("idempotency: spooled bodies left by a process that died removed")
+		}
 		select {
 		case <-ctx.Done():
 			return nil

@@ -8,14 +8,43 @@ import (
 	"io"
 	"mime"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // memSpool is the largest body kept in memory while it is hashed; larger
 // bodies (uploads, imports) go to a temporary file, so a 100 MiB upload costs
 // one 64 KiB buffer of memory, not 100 MiB.
 const memSpool = 64 << 10
+
+// spoolPattern names the spooled bodies in their directory.
+const spoolPattern = "agritrade-idempotency-*"
+
+// spoolMaxAge is the age past which a spooled body belongs to no request: each
+// is removed when its request ends, so only a process that died leaves one,
+// and none is read or written for a day by a live request.
+const spoolMaxAge = 24 * time.Hour
+
+// sweepSpools removes the spooled bodies in dir (the system's temporary
+// directory when empty) last written before cutoff, and answers how many.
+func sweepSpools(dir string, cutoff time.Time) int {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	names, err := filepath.Glob(filepath.Join(dir, spoolPattern))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, name := range names {
+		if st, err := os.Lstat(name); err == nil && st.Mode().IsRegular() && st.ModTime().Before(cutoff) && os.Remove(name) == nil {
+			n++
+		}
+	}
+	return n
+}
 
 // spool is a request body read to its end, hashed, and ready to be read again
 // by the handler.
@@ -67,7 +96,7 @@ func readSpool(r io.Reader, contentType string, sizeHint, max int64, dir string)
 			return nil, io.MultiReader(bytes.NewReader(buf), errReader{err}), err
 		}
 	}
-	f, err := os.CreateTemp(dir, "agritrade-idempotency-*")
+	f, err := os.CreateTemp(dir, spoolPattern)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 func plainSum(contentType string, body []byte) [sha256.Size]byte {
@@ -112,6 +114,32 @@ func TestReplacingWriter_AcrossWrites(t *testing.T) {
 		w.flush()
 		if want := "xx\x00B\x00yy\x00B\x00--BOUND\x00B\x00"; out.String() != want {
 			t.Fatalf("chunk %d: %q", chunk, out.String())
+		}
+	}
+}
+
+func TestSweepSpools_OnlyOldSpoolsGo(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("body"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := write("agritrade-idempotency-1", 25*time.Hour)
+	fresh := write("agritrade-idempotency-2", time.Hour)
+	other := write("someone-else", 48*time.Hour)
+	if n := sweepSpools(dir, time.Now().Add(-spoolMaxAge)); n != 1 {
+		t.Fatalf("%d removed, want 1", n)
+	}
+	for p, want := range map[string]bool{old: false, fresh: true, other: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Fatalf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
 		}
 	}
 }

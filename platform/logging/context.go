@@ -51,3 +51,15 @@ func (contextHook) Fire(e *logrus.Entry) error {
 	}
 	return nil
 }
+
+// Ctx answers l bound to ctx, so that the entry gets the trace, span and
+// request ids of the request that logs it (the context hook); l itself when
+// it cannot carry a context.
+func Ctx(ctx context.Context, l logrus.FieldLogger) logrus.FieldLogger {
+	if c, ok := l.(interface {
+		WithContext(context.Context) *logrus.Entry
+	}); ok && ctx != nil {
+		return c.WithContext(ctx)
+	}
+	return l
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
@@ -82,7 +83,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	if err != nil {
 		return "", err
 	}
-	s.log.WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")
+	logging.Ctx(ctx, s.log).WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")
 	return l.ID, nil
 }
 
@@ -176,7 +177,7 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 	if err != nil {
 		return nil, err
 	}
-	s.log.WithField("listing", id).WithField("status", out.Status).Info("listing updated")
+	logging.Ctx(ctx, s.log).WithField("listing", id).WithField("status", out.Status).Info("listing updated")
 	return out, nil
 }
 
@@ -247,7 +248,7 @@ func (s *Service) Close(ctx context.Context, p *auth.Principal, id string, raw [
 	if err != nil {
 		return err
 	}
-	s.log.WithField("listing", id).WithField("status", status).Info("listing closed")
+	logging.Ctx(ctx, s.log).WithField("listing", id).WithField("status", status).Info("listing closed")
 	return nil
 }
 
@@ -296,7 +297,7 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, id string, raw 
 	if err != nil {
 		return err
 	}
-	entry := s.log.WithField("listing", id).WithField("reason", reason)
+	entry := logging.Ctx(ctx, s.log).WithField("listing", id).WithField("reason", reason)
 	entry.Info("listing reported")
 	if hidden {
 		entry.Warn("listing hidden from search until an admin reviews its reports")
@@ -408,6 +409,6 @@ func (s *Service) Review(ctx context.Context, admin *auth.Principal, id string, 
 	if err != nil {
 		return err
 	}
-	s.log.WithField("listing", id).WithField("decision", decision).WithField("admin", admin.UserID).Info("listing reports reviewed")
+	logging.Ctx(ctx, s.log).WithField("listing", id).WithField("decision", decision).WithField("admin", admin.UserID).Info("listing reports reviewed")
 	return nil
 }

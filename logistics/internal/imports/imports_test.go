@@ -2,6 +2,8 @@ package imports_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -152,6 +154,9 @@ func TestBatchUpload(t *testing.T) {
 		if _, total := lt.Search(t, s, lt.Organiser, ""); total != "2" {
 			t.Fatalf("after the second upload: %s loads", total)
 		}
+		if got := loadEvents(t, db); len(got) != 0 {
+			t.Fatalf("uploads that created or changed nothing announced load.updated: %v", got)
+		}
 
 		// A changed row updates its load (keeping id, status and hand-offs); a completed load no longer changes.
 		lt.Send(t, s, lt.Organiser, "driver", []map[string]any{{"loadId": res.Results[1].ID, "driverId": lt.Driver.UserID}}, 200)
@@ -165,10 +170,20 @@ func TestBatchUpload(t *testing.T) {
 			",,3,IMP-2,2026-09-02T10:00:00Z,12,,,,,,late\n" + // in transit: updated
 			",,1,IMP-7,2026-09-07,1,,,,,,\n" +
 			",,1,IMP-7,2026-09-08,2,,,,,,\n" // repeated in the file: the later row wins
+		before := loadEvents(t, db)
 		third := doImport(t, s, upload(t, org, "more.csv", []byte(changed)))
 		if third.Success != 3 || third.Errors != 1 || third.Results[0].Status != "error" || third.Results[1].Summary != "load IMP-2 updated" ||
 			third.Results[1].ID != res.Results[1].ID || third.Results[2].Summary != "load IMP-7 created" || third.Results[3].Summary != "load IMP-7 updated" {
 			t.Fatalf("third upload: %+v", third)
+		}
+		// The load the file changed is announced to its followers, the
+		// driver included; the refused row announces nothing.
+		events := loadEvents(t, db)
+		if a := events[res.Results[1].ID][len(before[res.Results[1].ID]):]; !slices.Equal(a, []string{"org:org-grain", "user:" + lt.Driver.UserID}) {
+			t.Errorf("load.updated of the changed load: new audiences %v (all %v)", a, events)
+		}
+		if len(events[res.Results[0].ID]) != len(before[res.Results[0].ID]) {
+			t.Errorf("the refused row of a completed load announced a change: %v", events)
 		}
 		_, l2 := lt.Get(t, s, lt.Driver, res.Results[1].ID)
 		if l2.Status != "in-transit" || l2.Driver == nil || l2.Commodity.ID != lt.Oats || l2.Weight.Weight != 12 || !slices.Equal(l2.Tags, []string{"late"}) {
@@ -183,6 +198,30 @@ func TestBatchUpload(t *testing.T) {
 			t.Errorf("IMP-7: %+v", found)
 		}
 	})
+}
+
+// loadEvents answers the audiences of the load.updated events in the event
+// log, by load id.
+func loadEvents(t *testing.T, db *bun.DB) map[string][]string {
+	t.Helper()
+	var rows []struct {
+		Data     string `bun:"data"`
+		Audience string `bun:"audience"`
+	}
+	if err := db.NewSelect().TableExpr("platform_events AS e").ColumnExpr("e.data, a.audience").
+		Join("JOIN platform_event_audiences AS a ON a.event_id = e.id").Where("e.type = ?", "load.updated").
+		OrderExpr("e.id, a.audience").Scan(context.Background(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, r := range rows {
+		var d struct{ LoadID string }
+		if err := json.Unmarshal([]byte(r.Data), &d); err != nil {
+			t.Fatal(err)
+		}
+		out[d.LoadID] = append(out[d.LoadID], r.Audience)
+	}
+	return out
 }
 
 func TestBatchUploadRequests(t *testing.T) {

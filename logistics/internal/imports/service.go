@@ -11,6 +11,7 @@ import (
 	"github.com/agritrade/api/logistics/internal/loads"
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/tabular"
 	"github.com/sirupsen/logrus"
 )
@@ -103,7 +104,7 @@ func (s *Service) Import(ctx context.Context, p *auth.Principal, r tabular.Reade
 	if err != nil {
 		return nil, err
 	}
-	s.log.WithFields(logrus.Fields{"success": res.r.Success, "validation": res.r.Validation, "errors": res.r.Errors}).Info("batch upload done")
+	logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"success": res.r.Success, "validation": res.r.Validation, "errors": res.r.Errors}).Info("batch upload done")
 	return res.result(), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/agritrade/api/platform/db"
 	streamevents "github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -394,7 +395,7 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 	if err != nil {
 		return nil, err
 	}
-	s.log.WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
+	logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"loads": len(out), "user": p.UserID}).Debug("loads changed")
 	return out, nil
 }
 
@@ -668,6 +669,16 @@ func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcom
 			continue
 		}
 		out[i].ID = id
+	}
+	// A row that changed a load is a change like any other: its followers
+	// (organiser, carrier, driver) get load.updated, in the import's
+	// transaction. Creations are not announced, as with the create routes.
+	for _, l := range write {
+		if i := writer[l.Key()]; out[i].Action == ImportUpdated && out[i].Err == nil {
+			if err := streamevents.Append(ctx, imp.tx, streamEvent(l)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }

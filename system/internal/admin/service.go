@@ -8,6 +8,7 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/bus"
 	"github.com/agritrade/api/platform/cache"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 )
@@ -81,7 +82,7 @@ func (s *Service) Clear(ctx context.Context, c Clear) (string, error) {
 			n += m
 		}
 	}
-	s.log.WithField("removed", n).WithField("flush", c.Flush).WithField("keys", len(c.Keys)).
+	logging.Ctx(ctx, s.log).WithField("removed", n).WithField("flush", c.Flush).WithField("keys", len(c.Keys)).
 		WithField("prefixes", len(c.Prefixes)).WithField("secrets", c.Secrets).Info("cache cleared")
 	msg := fmt.Sprintf("removed %d cache %s", n, plural(n, "entry", "entries"))
 	if c.Secrets {

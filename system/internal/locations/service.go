@@ -9,6 +9,7 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -126,7 +127,7 @@ func (s *Service) ByCoordinates(ctx context.Context, c Coordinates) (*Location, 
 		if w, err := s.namer.WordsAt(ctx, c); err == nil {
 			loc.ThreeWordAddress = string(w)
 		} else {
-			s.log.WithError(err).Warn("three-word address of a point unavailable")
+			logging.Ctx(ctx, s.log).WithError(err).Warn("three-word address of a point unavailable")
 		}
 	}
 	return loc, nil

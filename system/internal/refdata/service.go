@@ -16,6 +16,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/cache"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/tabular"
 	"github.com/sirupsen/logrus"
 )
@@ -234,7 +235,7 @@ func listFilter(countryISO, prefix string) (iso, key string, err error) {
 func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue) (any, int, error)) (Representation, error) {
 	raw, ok, err := s.cache.Get(ctx, key)
 	if err != nil {
-		s.log.WithError(err).WithField("key", key).Warn("cache read failed; answering from the database")
+		logging.Ctx(ctx, s.log).WithError(err).WithField("key", key).Warn("cache read failed; answering from the database")
 	}
 	if ok {
 		if cr, ok := decodeRep(raw); ok {
@@ -264,7 +265,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 		cr = cachedRep{Body: body, Gzip: httpx.Gzip(body), ETag: httpx.StrongETag(body), Count: count}
 	}
 	if err := s.cache.Set(ctx, key, cr.encode(), 0); err != nil {
-		s.log.WithError(err).WithField("key", key).Warn("cache write failed")
+		logging.Ctx(ctx, s.log).WithError(err).WithField("key", key).Warn("cache write failed")
 	}
 	if berr != nil {
 		return Representation{}, berr
@@ -274,7 +275,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 
 func (s *Service) invalidate(ctx context.Context) {
 	if _, err := s.cache.DeletePrefix(ctx, CachePrefix); err != nil {
-		s.log.WithError(err).Warn("could not clear cached reference data")
+		logging.Ctx(ctx, s.log).WithError(err).Warn("could not clear cached reference data")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
@@ -151,7 +152,7 @@ func (s *Service) Follow(ctx context.Context, code string, v Visit) (string, err
 		ReferrerHost: ReferrerHost(v.Referer), AgentClass: ClassifyAgent(v.UserAgent),
 	}
 	if err := db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error { return s.store.countVisit(ctx, tx, visit) }); err != nil {
-		s.log.WithError(err).WithField("code", code).Warn("short link visit not counted")
+		logging.Ctx(ctx, s.log).WithError(err).WithField("code", code).Warn("short link visit not counted")
 	}
 	return row.Target, nil
 }
