@@ -233,7 +233,30 @@ func TestTus_RestartAndReplicaSwitch(t *testing.T) {
 				if n, _ := headOffset(t, other, farmer, path); n != 64<<10 {
 					t.Fatalf("replica sees offset %d", n)
 				}
-				mustPatch(t, other, farmer, path, 64<<10, content[64<<10:128<<10])
+				// Two replicas writing one upload at once: the second gets 423.
+				pr, pw := io.Pipe()
+				done := make(chan int)
+				go func() {
+					req := httptest.NewRequest(http.MethodPatch, path, pr)
+					req.Header.Set("Authorization", "Bearer "+a.Token(farmer))
+					req.Header.Set("Tus-Resumable", "1.0.0")
+					req.Header.Set("Upload-Offset", strconv.Itoa(64<<10))
+					req.Header.Set("Content-Type", "application/offset+octet-stream")
+					rec := httptest.NewRecorder()
+					a.App.Engine.ServeHTTP(rec, req)
+					done <- rec.Code
+				}()
+				if _, err := pw.Write(content[64<<10 : 96<<10]); err != nil {
+					t.Fatal(err)
+				}
+				if r := tusPatch(other, farmer, path, 64<<10, content[64<<10:128<<10]); r.Status != http.StatusLocked {
+					t.Fatalf("second replica while the first writes: %d %s", r.Status, r.Body)
+				}
+				_ = pw.Close()
+				if code := <-done; code != http.StatusNoContent {
+					t.Fatalf("first replica: %d", code)
+				}
+				mustPatch(t, other, farmer, path, 96<<10, content[96<<10:128<<10])
 				// A restart: a new server over the same database and store.
 				restarted := start()
 				if n, _ := headOffset(t, restarted, farmer, path); n != 128<<10 {
