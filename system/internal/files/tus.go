@@ -12,8 +12,10 @@ package files
 // for the Upload-File-Id header on later HEADs nor for validating the
 // metadata with the upload form's rules (400 with validation[]). Its DataStore
 // (append to one object) also fits S3 only through its own s3store, not our
-// filestore.Blobs. The protocol part left is small: header parsing and the
-// statuses below; the state is in resumable.go.
+// filestore.Blobs. (v2.9.1 resolves from the module proxy; its go.mod requires
+// 111 modules, the AWS, Azure and GCS SDKs and gRPC among its 30 direct ones.)
+// The protocol part left is small: header parsing and the statuses below; the
+// state is in resumable.go.
 
 import (
 	"encoding/base64"
