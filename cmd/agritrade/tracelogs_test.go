@@ -3,15 +3,21 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agritrade/api/platform/app"
+	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/telemetry"
 	"github.com/agritrade/api/platform/testkit"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // TestServiceLogLinesCarryTraceAndRequestIDs: what a feature logs while it
@@ -66,4 +72,104 @@ func TestServiceLogLinesCarryRequestIDWithoutTracing(t *testing.T) {
 	if !strings.Contains(line, "request_id=req-untraced-1") || strings.Contains(line, "trace_id=") {
 		t.Fatalf("the service's line: %q, want the request id and no trace", line)
 	}
+}
+
+// TestRedisAndProviderCallsAreChildSpans: with tracing on, a settings read
+// over the Redis cache records the Redis commands, and a search answered by
+// an outside geocoder (a stand-in serving Nominatim's recorded answer)
+// records the outgoing HTTP call, each as a child in the request's trace,
+// and the geocoder receives the trace in traceparent.
+func TestRedisAndProviderCallsAreChildSpans(t *testing.T) {
+	recorded, err := os.ReadFile(filepath.Join("..", "..", "system", "internal", "locations", "testdata", "nominatim_search.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotParent atomic.Value
+	geocoder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotParent.Store(r.Header.Get("traceparent"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(recorded)
+	}))
+	t.Cleanup(geocoder.Close)
+	redisURL := testkit.RedisURL(t)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s := testkit.NewServer(t, testkit.DB(t, testkit.SQLite), func(p *app.Platform) []module.Module { return buildModules(p) },
+		testkit.Options{NoValidate: true, Tracing: telemetry.New(tp, "agritrade-test"), Configure: func(c *config.Config) {
+			c.Redis.URL = redisURL
+			c.Cache.Backend = "redis"
+			c.Locations.Provider = "nominatim"
+			c.Locations.NominatimURL = geocoder.URL
+			c.Locations.UserAgent = "agritrade-test"
+		}})
+	tok := s.Token(testkit.Farmer)
+	traced := func(path, trace string) sdktrace.ReadOnlySpan {
+		t.Helper()
+		res := s.Do(testkit.Request{Method: http.MethodGet, Path: path, Token: tok,
+			Header: map[string]string{"traceparent": "00-" + trace + "-b7ad6b7169203331-01"}})
+		if res.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, res.Status, res.Body)
+		}
+		for _, sp := range spans.GetSpans().Snapshots() {
+			if sp.SpanKind() == oteltrace.SpanKindServer && sp.SpanContext().TraceID().String() == trace {
+				return sp
+			}
+		}
+		t.Fatalf("no server span for GET %s", path)
+		return nil
+	}
+	children := func(server sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+		var out []sdktrace.ReadOnlySpan
+		for _, sp := range spans.GetSpans().Snapshots() {
+			if sp.SpanContext().TraceID() == server.SpanContext().TraceID() && sp.SpanKind() == oteltrace.SpanKindClient {
+				out = append(out, sp)
+			}
+		}
+		return out
+	}
+	attr := func(sp sdktrace.ReadOnlySpan, key string) string {
+		for _, kv := range sp.Attributes() {
+			if string(kv.Key) == key {
+				return kv.Value.Emit()
+			}
+		}
+		return ""
+	}
+
+	settings := traced("/system/v1/settings", "11111111111111111111111111111111")
+	var redisCmds []string
+	for _, sp := range children(settings) {
+		if attr(sp, "db.system") == "redis" || attr(sp, "db.system.name") == "redis" {
+			redisCmds = append(redisCmds, sp.Name())
+		}
+	}
+	if len(redisCmds) == 0 {
+		t.Fatalf("no Redis span in the settings read's trace; client spans: %v", spanNamesOf(children(settings)))
+	}
+
+	t.Logf("Redis commands in the settings read's trace: %v", redisCmds)
+	search := traced("/system/v1/locations/search?query=Cambridge", "22222222222222222222222222222222")
+	var call sdktrace.ReadOnlySpan
+	for _, sp := range children(search) {
+		if attr(sp, "db.system") == "" && attr(sp, "db.system.name") == "" {
+			call = sp
+		}
+	}
+	if call == nil {
+		t.Fatalf("no outgoing HTTP span in the search's trace; client spans: %v", spanNamesOf(children(search)))
+	}
+	want := "00-22222222222222222222222222222222-" + call.SpanContext().SpanID().String() + "-01"
+	if got, _ := gotParent.Load().(string); got != want {
+		t.Fatalf("the geocoder got traceparent %q, want %q", got, want)
+	}
+	t.Logf("outgoing call span %q, traceparent %s", call.Name(), want)
+}
+
+func spanNamesOf(spans []sdktrace.ReadOnlySpan) []string {
+	out := make([]string, 0, len(spans))
+	for _, sp := range spans {
+		out = append(out, sp.Name())
+	}
+	return out
 }
