@@ -49,5 +49,9 @@ func (m *Module) Mount(r module.Routes) {
 	listings.NewHandler(m.listings).Mount(r.API)
 }
 
+// Run matches newly active listings against the saved searches until ctx
+// ends (module.Runner).
+func (m *Module) Run(ctx context.Context) error { return m.listings.RunAlerts(ctx) }
+
 // Seed writes the listing categories (module.Seeder).
 func (m *Module) Seed(ctx context.Context) error { return m.categories.Seed(ctx) }

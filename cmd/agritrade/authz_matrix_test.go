@@ -366,9 +366,11 @@ var fingerprintTables = []struct{ table, columns string }{
 	{"system_uploads", "*"}, {"system_upload_parts", "*"},
 }
 
-// fingerprint hashes the rows of every table a write may touch.
+// fingerprint hashes the rows of every table a write may touch, once the
+// background work a write starts has settled.
 func (f *fixture) fingerprint(t *testing.T) string {
 	t.Helper()
+	f.settle(t)
 	h := sha256.New()
 	for _, ft := range fingerprintTables {
 		var rows []map[string]any
@@ -383,6 +385,25 @@ func (f *fixture) fingerprint(t *testing.T) string {
 		fmt.Fprintf(h, "%s:%s\n", ft.table, b)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// settle waits until the listings queued for saved-search matching have
+// been matched: the alerts runner writes their alerts, notifications and
+// events after the create has answered.
+func (f *fixture) settle(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, err := f.db.NewSelect().TableExpr("livestock_alert_queue").Count(context.Background())
+		if err != nil {
+			t.Fatalf("alert queue: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d listings still wait for saved-search matching after 15 s", n)
+		}
+	}
 }
 
 func jsonReq(method, path string, body any) testkit.Request {

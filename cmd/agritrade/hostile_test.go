@@ -292,6 +292,7 @@ func stateHash(t *testing.T, f *fixture) string {
 	if f.db.Dialect().Name() != dialect.PG {
 		return f.fingerprint(t)
 	}
+	f.settle(t)
 	var parts []string
 	for i, ft := range fingerprintTables {
 		row := "x::text"

@@ -342,37 +342,47 @@ func (s *Service) DeleteSavedSearch(ctx context.Context, p *auth.Principal, id s
 
 // alertNewlyActive matches a listing that has just become active (in tx)
 // against the other users' saved searches and records one alert per new
-// (search, listing), with its notification and stream event. Candidates come
-// from the (kind, type, cell) index; each is then tested by the search's own
-// filter (Store.where) on this one listing, in batches of one statement.
+// (search, listing), with its notification and stream event.
 func (s *Service) alertNewlyActive(ctx context.Context, tx bun.Tx, l *Listing) (int, error) {
+	matched, err := s.matchNewlyActive(ctx, tx, l)
+	if err != nil {
+		return 0, err
+	}
+	return s.alert(ctx, tx, matched, l)
+}
+
+// matchNewlyActive answers the other users' saved searches an active listing
+// matches. Candidates come from the (kind, type, cell) index; each is then
+// tested by the search's own filter (Store.where) on this one listing, in
+// batches of one statement. It only reads, so it runs outside a write.
+func (s *Service) matchNewlyActive(ctx context.Context, idb bun.IDB, l *Listing) ([]savedSearchRow, error) {
 	cells := []int{anyCell}
 	if l.Location != nil {
 		cells = append(cells, cellOf(l.Location.Coordinates.Lat, l.Location.Coordinates.Lon))
 	}
 	var cands []savedSearchRow
-	ids := tx.NewSelect().Model((*savedCellRow)(nil)).Column("c.search_id").
+	ids := idb.NewSelect().Model((*savedCellRow)(nil)).Column("c.search_id").
 		Where("c.kind IN (?)", bun.List([]string{string(l.Kind), anyKey})).
 		Where("c.type IN (?)", bun.List([]string{l.Type, anyKey})).
 		Where("c.cell IN (?)", bun.List(cells))
-	if err := tx.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", l.UserID).Scan(ctx); err != nil {
-		return 0, fmt.Errorf("saved search candidates: %w", err)
+	if err := idb.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", l.UserID).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("saved search candidates: %w", err)
 	}
 	var matched []savedSearchRow
 	for start := 0; start < len(cands); start += matchBatch {
 		batch := cands[start:min(start+matchBatch, len(cands))]
-		m, err := s.matching(ctx, tx, l.ID, batch)
+		m, err := s.matching(ctx, idb, l.ID, batch)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		matched = append(matched, m...)
 	}
-	return s.alert(ctx, tx, matched, l)
+	return matched, nil
 }
 
 // matching answers which of the searches the listing matches, in one
 // statement: per search, the search's own WHERE on this listing's row.
-func (s *Service) matching(ctx context.Context, tx bun.Tx, listingID string, cands []savedSearchRow) ([]savedSearchRow, error) {
+func (s *Service) matching(ctx context.Context, tx bun.IDB, listingID string, cands []savedSearchRow) ([]savedSearchRow, error) {
 	parts := make([]string, 0, len(cands))
 	args := make([]any, 0, len(cands))
 	byID := map[string]savedSearchRow{}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/agritrade/api/platform/testkit"
@@ -24,10 +25,12 @@ func saveSearch(t *testing.T, s *testkit.Server, tok, name string, query map[str
 }
 
 // alerts answers the (search, listing) pairs alerted, and checks that each
-// has exactly one outbox notification and one stream event for its owner.
+// has exactly one outbox notification and one stream event for its owner. It
+// first waits for the alerts runner to empty the queue of new listings.
 func alerts(t *testing.T, db *bun.DB) []string {
 	t.Helper()
 	ctx := context.Background()
+	waitAlertQueueEmpty(t, db)
 	var rows []struct {
 		SearchID  string `bun:"search_id"`
 		ListingID string `bun:"listing_id"`
@@ -153,6 +156,58 @@ func TestSavedSearchesAndAlerts(t *testing.T) {
 		create(t, s, farmer, "sheep", validBody("sheep"))
 		if got := alerts(t, db); len(got) != 5 || !slices.Contains(got, texel+"/"+own) || slices.ContainsFunc(got, func(a string) bool { return a[:len(nearThirsk)] == nearThirsk }) {
 			t.Fatalf("after deleting the area search, only the Texel search alerts: %v", got)
+		}
+	})
+}
+
+// waitAlertQueueEmpty waits until every listing queued for matching has
+// been matched (the server's alerts runner works after the create commits).
+func waitAlertQueueEmpty(t *testing.T, db *bun.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, err := db.NewSelect().TableExpr("livestock_alert_queue").Count(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d listings still wait to be matched after 15 s", n)
+		}
+	}
+}
+
+// TestAlertQueue_MatchedOnceEvenIfQueuedAgain: a listing left in the queue (a
+// replica that died between the create's commit and its matching) is matched
+// by the runner at its next pass, a listing queued again alerts nobody twice,
+// and a listing no longer active at its turn alerts nobody.
+func TestAlertQueue_MatchedOnceEvenIfQueuedAgain(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := newServer(t, db)
+		ctx := context.Background()
+		search := saveSearch(t, s, s.Token(trader), "Any sheep", map[string]any{"f:commodityType": []string{"sheep"}})
+		first := create(t, s, farmer, "sheep", validBody("sheep"))
+		if got := alerts(t, db); !slices.Equal(got, []string{search + "/" + first}) {
+			t.Fatalf("after the create: alerts %v", got)
+		}
+		requeue := func(id string) {
+			t.Helper()
+			if _, err := db.NewRaw("INSERT INTO livestock_alert_queue (listing_id, queued_at) VALUES (?, ?)", id, time.Now().UTC()).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Queued again (as by a dead replica): matched again, alerted once.
+		requeue(first)
+		if got := alerts(t, db); !slices.Equal(got, []string{search + "/" + first}) {
+			t.Fatalf("a listing queued twice: alerts %v", got)
+		}
+		// No longer active at its turn (here a draft): the queue row is
+		// consumed, nobody alerted.
+		draft := create(t, s, farmer, "sheep", with(validBody("sheep"), "isDraft", true))
+		requeue(draft)
+		if got := alerts(t, db); !slices.Equal(got, []string{search + "/" + first}) {
+			t.Fatalf("a queued draft alerted: %v", got)
 		}
 	})
 }

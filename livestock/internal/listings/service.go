@@ -35,11 +35,14 @@ type Service struct {
 	cats  CategoryChecker
 	log   *logrus.Entry
 	now   func() time.Time
+	// alertWake wakes the alerts runner when a listing was queued here.
+	alertWake chan struct{}
 }
 
 // NewService returns the service.
 func NewService(store *Store, files FileResolver, cats CategoryChecker, log *logrus.Entry) *Service {
-	return &Service{store: store, files: files, cats: cats, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}
+	return &Service{store: store, files: files, cats: cats, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		alertWake: make(chan struct{}, 1)}
 }
 
 func viewer(p *auth.Principal) Viewer { return Viewer{UserID: p.UserID, Orgs: p.Organisations()} }
@@ -77,8 +80,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 		if l.Status != StatusActive {
 			return nil
 		}
-		_, err := s.alertNewlyActive(ctx, tx, l)
-		return err
+		return s.queueAlerts(ctx, tx, l)
 	})
 	if err != nil {
 		return "", err
@@ -170,7 +172,7 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 		}
 		if wasDraft && l.Status == StatusActive {
 			// Published: a newly active listing, matched like a new one.
-			_, err = s.alertNewlyActive(ctx, tx, l)
+			err = s.queueAlerts(ctx, tx, l)
 		}
 		return err
 	})

@@ -1,0 +1,112 @@
+package listings
+
+import (
+	"context"
+	"time"
+
+	"github.com/agritrade/api/platform/db"
+	"github.com/uptrace/bun"
+)
+
+// Saved-search alerts are matched after the listing's own transaction, not
+// inside it. The create (or publish) only queues the listing, in its
+// transaction, so no activation is lost; the alerts runner matches it against
+// the searches outside any write and records the alerts, removing the queue
+// row in the same transaction. Matching many searches thus never holds the
+// write (on SQLite, every other writer) nor slows the seller's request, and
+// an alert is still recorded once per (search, listing): the alert insert
+// skips pairs already alerted, so a listing matched twice (a replica that
+// died before removing its row, two replicas at once) alerts nobody twice.
+
+// alertQueueRow is a listing waiting to be matched.
+type alertQueueRow struct {
+	bun.BaseModel `bun:"table:livestock_alert_queue,alias:q"`
+
+	ListingID string    `bun:"listing_id,pk"`
+	QueuedAt  time.Time `bun:"queued_at,notnull"`
+}
+
+// alertBatch is how many queued listings one pass reads.
+const alertBatch = 50
+
+// alertPoll is how often the runner looks for listings queued by other
+// replicas (its own wake it at once).
+const alertPoll = time.Second
+
+// queueAlerts queues a listing that has just become active (in tx) and wakes
+// this replica's runner once tx commits.
+func (s *Service) queueAlerts(ctx context.Context, tx bun.Tx, l *Listing) error {
+	if _, err := tx.NewInsert().Model(&alertQueueRow{ListingID: l.ID, QueuedAt: s.now()}).
+		On("CONFLICT (listing_id) DO NOTHING").Exec(ctx); err != nil {
+		return err
+	}
+	db.AfterCommit(ctx, s.wakeAlerts)
+	return nil
+}
+
+func (s *Service) wakeAlerts() {
+	select {
+	case s.alertWake <- struct{}{}:
+	default:
+	}
+}
+
+// RunAlerts matches queued listings until ctx ends (module.Runner).
+func (s *Service) RunAlerts(ctx context.Context) error {
+	tick := time.NewTicker(alertPoll)
+	defer tick.Stop()
+	for {
+		if err := s.MatchQueued(ctx); err != nil && ctx.Err() == nil {
+			s.log.WithError(err).Warn("matching new listings against saved searches failed; trying again")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.alertWake:
+		case <-tick.C:
+		}
+	}
+}
+
+// MatchQueued matches every queued listing, oldest first, and answers when
+// the queue is empty (or on the first error).
+func (s *Service) MatchQueued(ctx context.Context) error {
+	for {
+		var queued []alertQueueRow
+		if err := s.store.DB().NewSelect().Model(&queued).OrderExpr("q.queued_at, q.listing_id").Limit(alertBatch).Scan(ctx); err != nil {
+			return err
+		}
+		if len(queued) == 0 {
+			return nil
+		}
+		for _, q := range queued {
+			if err := s.matchQueued(ctx, q.ListingID); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// matchQueued matches one queued listing if it is still active (a listing
+// closed or hidden meanwhile alerts nobody) and dequeues it.
+func (s *Service) matchQueued(ctx context.Context, id string) error {
+	l, err := s.store.Get(ctx, s.store.DB(), id, "", false)
+	if err != nil {
+		return err
+	}
+	var matched []savedSearchRow
+	if l != nil && l.Status == StatusActive {
+		if matched, err = s.matchNewlyActive(ctx, s.store.DB(), l); err != nil {
+			return err
+		}
+	}
+	return db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+		if len(matched) > 0 {
+			if _, err := s.alert(ctx, tx, matched, l); err != nil {
+				return err
+			}
+		}
+		_, err := tx.NewDelete().Model((*alertQueueRow)(nil)).Where("listing_id = ?", id).Exec(ctx)
+		return err
+	})
+}

@@ -1,0 +1,1 @@
+DROP TABLE livestock_alert_queue;
