@@ -68,8 +68,8 @@ func (s *Service) RunAlerts(ctx context.Context) error {
 	}
 }
 
-// MatchQueued matches every queued listing, oldest first, and answers when
-// the queue is empty (or on the first error).
+// MatchQueued matches every queued listing, oldest first, a batch at a time,
+// and answers when the queue is empty (or on the first error).
 func (s *Service) MatchQueued(ctx context.Context) error {
 	for {
 		var queued []alertQueueRow
@@ -79,34 +79,58 @@ func (s *Service) MatchQueued(ctx context.Context) error {
 		if len(queued) == 0 {
 			return nil
 		}
-		for _, q := range queued {
-			if err := s.matchQueued(ctx, q.ListingID); err != nil {
-				return err
-			}
+		if err := s.matchBatch(ctx, queued); err != nil {
+			return err
 		}
 	}
 }
 
-// matchQueued matches one queued listing if it is still active (a listing
-// closed or hidden meanwhile alerts nobody) and dequeues it.
-func (s *Service) matchQueued(ctx context.Context, id string) error {
-	l, err := s.store.Get(ctx, s.store.DB(), id, "", false)
+// matchBatch matches the queued listings that are still active (one closed
+// or hidden meanwhile alerts nobody), reading outside any write, then records
+// every alert and dequeues the batch in one transaction. Under a burst of
+// creates the queue fills while they run, so that write and the check for
+// any saved search at all are paid once per batch, not per listing.
+func (s *Service) matchBatch(ctx context.Context, queued []alertQueueRow) error {
+	bdb := s.store.DB()
+	ids := make([]string, len(queued))
+	for i, q := range queued {
+		ids[i] = q.ListingID
+	}
+	type hit struct {
+		l       *Listing
+		matched []savedSearchRow
+	}
+	var hits []hit
+	anySearch, err := bdb.NewSelect().Model((*savedCellRow)(nil)).Exists(ctx)
 	if err != nil {
 		return err
 	}
-	var matched []savedSearchRow
-	if l != nil && l.Status == StatusActive {
-		if matched, err = s.matchNewlyActive(ctx, s.store.DB(), l); err != nil {
+	for _, id := range ids {
+		if !anySearch {
+			break
+		}
+		l, err := s.store.Get(ctx, bdb, id, "", false)
+		if err != nil {
 			return err
 		}
-	}
-	return db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+		if l == nil || l.Status != StatusActive {
+			continue
+		}
+		matched, err := s.matchNewlyActive(ctx, bdb, l)
+		if err != nil {
+			return err
+		}
 		if len(matched) > 0 {
-			if _, err := s.alert(ctx, tx, matched, l); err != nil {
+			hits = append(hits, hit{l: l, matched: matched})
+		}
+	}
+	return db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+		for _, h := range hits {
+			if _, err := s.alert(ctx, tx, h.matched, h.l); err != nil {
 				return err
 			}
 		}
-		_, err := tx.NewDelete().Model((*alertQueueRow)(nil)).Where("listing_id = ?", id).Exec(ctx)
+		_, err := tx.NewDelete().Model((*alertQueueRow)(nil)).Where("listing_id IN (?)", bun.List(ids)).Exec(ctx)
 		return err
 	})
 }
