@@ -3175,14 +3175,20 @@ export interface components {
          * @example false
          */
         SortDesc: boolean;
-        /** @description `1.0.0` (another value or none: 412). */
+        /**
+         * @description `1.0.0` (another value or none: 412).
+         * @example 1.0.0
+         */
         TusResumable: string;
         /**
          * @description Catching up: only what changed after this RFC 3339 date-time (`2026-11-21T15:04:05Z`); without `sortBy`, oldest change first. Malformed: 400 `validation_failed` naming `updatedSinceUTC`.
          * @example 2026-11-21T15:04:05Z
          */
         UpdatedSinceUTC: string;
-        /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+        /**
+         * @description `sha256 <base64 digest>` of the chunk (mismatch: 460).
+         * @example sha256 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=
+         */
         UploadChecksum: string;
     };
     requestBodies: never;
@@ -6064,13 +6070,25 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `1.0.0` (another value or none: 412). */
+                /**
+                 * @description `1.0.0` (another value or none: 412).
+                 * @example 1.0.0
+                 */
                 "Tus-Resumable": components["parameters"]["TusResumable"];
-                /** @description Size of the whole file in bytes. */
+                /**
+                 * @description Size of the whole file in bytes.
+                 * @example 52428800
+                 */
                 "Upload-Length": number;
-                /** @description `bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=` (keys and base64 values). */
+                /**
+                 * @description `bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=` (keys and base64 values).
+                 * @example bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=
+                 */
                 "Upload-Metadata"?: string;
-                /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+                /**
+                 * @description `sha256 <base64 digest>` of the chunk (mismatch: 460).
+                 * @example sha256 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=
+                 */
                 "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
             };
             path?: never;
@@ -6143,7 +6161,10 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `1.0.0` (another value or none: 412). */
+                /**
+                 * @description `1.0.0` (another value or none: 412).
+                 * @example 1.0.0
+                 */
                 "Tus-Resumable": components["parameters"]["TusResumable"];
             };
             path: {
@@ -6180,7 +6201,10 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `1.0.0` (another value or none: 412). */
+                /**
+                 * @description `1.0.0` (another value or none: 412).
+                 * @example 1.0.0
+                 */
                 "Tus-Resumable": components["parameters"]["TusResumable"];
             };
             path: {
@@ -6224,11 +6248,20 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `1.0.0` (another value or none: 412). */
+                /**
+                 * @description `1.0.0` (another value or none: 412).
+                 * @example 1.0.0
+                 */
                 "Tus-Resumable": components["parameters"]["TusResumable"];
-                /** @description Where the chunk starts. */
+                /**
+                 * @description Where the chunk starts.
+                 * @example 5242880
+                 */
                 "Upload-Offset": number;
-                /** @description `sha256 <base64 digest>` of the chunk (mismatch: 460). */
+                /**
+                 * @description `sha256 <base64 digest>` of the chunk (mismatch: 460).
+                 * @example sha256 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=
+                 */
                 "Upload-Checksum"?: components["parameters"]["UploadChecksum"];
             };
             path: {
