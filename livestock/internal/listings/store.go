@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agritrade/api/livestock/internal/categories"
@@ -187,7 +188,24 @@ func (s *Store) Insert(ctx context.Context, tx bun.IDB, l *Listing) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
+	q := tx.NewInsert().Model(r)
+	if db.IsPostgres(tx) {
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+		return insertInfos(ctx, tx, infos)
+	}
+	// SQLite: OR ROLLBACK. A statement inside a transaction that may fail
+	// half-way (here on the primary key, after other indexes were written)
+	// gets a statement journal: a copy of every page it touches, so it can be
+	// undone alone. A failing insert here fails its whole transaction anyway,
+	// so rolling that back instead spares the journal (12% of a create's CPU
+	// in a profile). The statement is bun's own, with that one word added.
+	stmt, ok := strings.CutPrefix(q.String(), "INSERT INTO ")
+	if !ok {
+		return fmt.Errorf("listing insert: unexpected statement %.40q", q.String())
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT OR ROLLBACK INTO "+stmt); err != nil {
 		return err
 	}
 	return insertInfos(ctx, tx, infos)
