@@ -37,12 +37,7 @@ func TestServiceLogLinesCarryTraceAndRequestIDs(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("create: %d %s", res.Status, res.Body)
 	}
-	var line string
-	for _, l := range strings.Split(s.Logs.String(), "\n") {
-		if strings.Contains(l, `msg="listing created"`) {
-			line = l
-		}
-	}
+	line := lastLogLine(s, `msg="listing created"`)
 	if line == "" {
 		t.Fatalf("no \"listing created\" line in the log:\n%s", s.Logs.String())
 	}
@@ -63,12 +58,7 @@ func TestServiceLogLinesCarryRequestIDWithoutTracing(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("create: %d %s", res.Status, res.Body)
 	}
-	var line string
-	for _, l := range strings.Split(s.Logs.String(), "\n") {
-		if strings.Contains(l, `msg="listing created"`) {
-			line = l
-		}
-	}
+	line := lastLogLine(s, `msg="listing created"`)
 	if !strings.Contains(line, "request_id=req-untraced-1") || strings.Contains(line, "trace_id=") {
 		t.Fatalf("the service's line: %q, want the request id and no trace", line)
 	}
@@ -172,4 +162,15 @@ func spanNamesOf(spans []sdktrace.ReadOnlySpan) []string {
 		out = append(out, sp.Name())
 	}
 	return out
+}
+
+// lastLogLine answers the server's last log line containing part, or "".
+func lastLogLine(s *testkit.Server, part string) string {
+	var line string
+	for _, l := range strings.Split(s.Logs.String(), "\n") {
+		if strings.Contains(l, part) {
+			line = l
+		}
+	}
+	return line
 }
