@@ -83,6 +83,7 @@ type savedCellRow struct {
 
 	Kind     string `bun:"kind,pk"`
 	Type     string `bun:"type,pk"`
+	Breed    string `bun:"breed,pk"`
 	Cell     int    `bun:"cell,pk"`
 	SearchID string `bun:"search_id,pk"`
 }
@@ -199,9 +200,10 @@ func scalar(raw json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// indexKeys answers the (kind, type, cell) keys a search is found under: its
-// kind or any, the listing type its status filter allows or any, and the 1°
-// grid cells its area covers or any. A search that keeps only closed listings
+// indexKeys answers the (kind, type, breed, cell) keys a search is found
+// under: its kind or any, the listing type its status filter allows or any,
+// each breed it names (as its filter compares them) or any, and the 1° grid
+// cells its area covers or any. A search that keeps only closed listings
 // (sold, found) never matches a newly active one: no keys.
 func indexKeys(f Filter) []savedCellRow {
 	typ := anyKey
@@ -224,9 +226,15 @@ func indexKeys(f Filter) []savedCellRow {
 			cells = c
 		}
 	}
-	out := make([]savedCellRow, len(cells))
-	for i, c := range cells {
-		out[i] = savedCellRow{Kind: kind, Type: typ, Cell: c}
+	breeds := []string{anyKey}
+	if len(f.Breeds) > 0 {
+		breeds = slices.Compact(slices.Sorted(slices.Values(f.Breeds)))
+	}
+	out := make([]savedCellRow, 0, len(breeds)*len(cells))
+	for _, b := range breeds {
+		for _, c := range cells {
+			out = append(out, savedCellRow{Kind: kind, Type: typ, Breed: b, Cell: c})
+		}
 	}
 	return out
 }
@@ -360,10 +368,15 @@ func (s *Service) matchNewlyActive(ctx context.Context, idb bun.IDB, l *Listing)
 	if l.Location != nil {
 		cells = append(cells, cellOf(l.Location.Coordinates.Lat, l.Location.Coordinates.Lon))
 	}
+	breed := ""
+	if l.Properties != nil {
+		breed = l.Properties.searchable().Breed
+	}
 	var cands []savedSearchRow
 	ids := idb.NewSelect().Model((*savedCellRow)(nil)).Column("c.search_id").
 		Where("c.kind IN (?)", bun.List([]string{string(l.Kind), anyKey})).
 		Where("c.type IN (?)", bun.List([]string{l.Type, anyKey})).
+		Where("c.breed IN (?)", bun.List([]string{breed, anyKey})).
 		Where("c.cell IN (?)", bun.List(cells))
 	if err := idb.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", l.UserID).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("saved search candidates: %w", err)
