@@ -112,7 +112,7 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// (17% of a listing create's CPU in a profile).
 	sqldb.SetMaxIdleConns(8)
 	bdb := bun.NewDB(sqldb, sqlitedialect.New())
-	writeGates.Store(bdb, make(chan struct{}, 1))
+	writeGates.Store(bdb.DB, make(chan struct{}, 1))
 	return bdb, nil
 }
 
@@ -122,13 +122,14 @@ func openSQLite(dsn string) (*bun.DB, error) {
 // with sleeps of up to 100 ms: under a burst of creates most of the time went
 // to sleeping, and p99 grew with it. Queued here instead, the next writer
 // starts the moment the previous one commits. Writers of other processes on
-// the same file still meet busy_timeout, as before.
-var writeGates sync.Map // *bun.DB -> chan struct{}
+// the same file still meet busy_timeout, as before. The key is the connection
+// pool, which the copies of a *bun.DB share (tracing wraps the DB in one).
+var writeGates sync.Map // *sql.DB -> chan struct{}
 
 // enterWrite waits for db's write gate (SQLite) or returns at once
 // (PostgreSQL, which runs writers side by side); leave releases it.
 func enterWrite(ctx context.Context, db *bun.DB) (leave func(), err error) {
-	g, ok := writeGates.Load(db)
+	g, ok := writeGates.Load(db.DB)
 	if !ok {
 		return func() {}, nil
 	}
