@@ -8,6 +8,7 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/fault"
 )
 
 // ScratchPrefix is where bytes that are not a file yet live: the chunks of
@@ -50,11 +51,11 @@ func (s *Service) PutScratch(ctx context.Context, key string, r io.Reader) (int6
 	if err != nil {
 		return 0, apierr.Internal(err)
 	}
-	body := &errReader{r: r}
+	body := &fault.Source{R: r}
 	n, err := s.blobs.Put(ctx, key, body)
 	if err != nil {
-		if body.err != nil {
-			return n, body.err
+		if body.Err != nil {
+			return n, body.Err
 		}
 		return n, s.storeError(err)
 	}
@@ -84,20 +85,6 @@ func (s *Service) DeleteScratch(ctx context.Context, key string) error {
 		return s.storeError(err)
 	}
 	return nil
-}
-
-// errReader keeps the reader's own failure apart from the store's.
-type errReader struct {
-	r   io.Reader
-	err error
-}
-
-func (e *errReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		e.err = err
-	}
-	return n, err
 }
 
 // MinJoinPart is the smallest scratch object JoinScratch takes, except the

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/fault"
 	"github.com/agritrade/api/platform/filestore/thumb"
 	"golang.org/x/sync/singleflight"
 )
@@ -212,11 +212,11 @@ func (s *Service) makeThumb(ctx context.Context, rec *Record, spec thumb.Spec) (
 		return nil, err
 	}
 	defer func() { _ = body.Close() }()
-	src := &sourceReader{r: body}
+	src := &fault.Source{R: body}
 	started := time.Now()
 	data, ct, err := thumb.Make(src, spec, s.thumbs.maxPixels)
-	if src.err != nil {
-		return nil, s.storeError(src.err)
+	if src.Err != nil {
+		return nil, s.storeError(src.Err)
 	}
 	var tooLarge *thumb.TooLargeError
 	switch {
@@ -240,21 +240,6 @@ func (s *Service) makeThumb(ctx context.Context, rec *Record, spec thumb.Spec) (
 	}
 	thumbsMade.Inc()
 	return thumbRecord(rec, spec, key, ct, n), nil
-}
-
-// sourceReader keeps apart a failure of the store while the source is read
-// (503 or 500) from content that does not decode (415).
-type sourceReader struct {
-	r   io.Reader
-	err error
-}
-
-func (s *sourceReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		s.err = err
-	}
-	return n, err
 }
 
 // thumbRecord is the file's record as a thumbnail: same id and permissions,

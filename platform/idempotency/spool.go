@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agritrade/api/platform/fault"
 )
 
 // memSpool is the largest body kept in memory while it is hashed; larger
@@ -106,9 +108,9 @@ func readSpool(r io.Reader, contentType string, sizeHint, max int64, dir string)
 		return nil, nil, err
 	}
 	_, _ = body.Write(buf)
-	src := &readErr{r: io.LimitReader(r, max-int64(len(buf))+1)}
+	src := &fault.Source{R: io.LimitReader(r, max-int64(len(buf))+1)}
 	n, err := io.Copy(io.MultiWriter(f, body), src)
-	if err != nil && src.err == nil {
+	if err != nil && src.Err == nil {
 		s.close() // the temporary file could not be written
 		return nil, nil, err
 	}
@@ -127,20 +129,6 @@ func readSpool(r io.Reader, contentType string, sizeHint, max int64, dir string)
 	rw.flush()
 	h.Sum(s.sum[:0])
 	return s, nil, nil
-}
-
-// readErr remembers the error of its reader, to tell it from the writer's.
-type readErr struct {
-	r   io.Reader
-	err error
-}
-
-func (e *readErr) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		e.err = err
-	}
-	return n, err
 }
 
 // reader is the body the handler reads.
