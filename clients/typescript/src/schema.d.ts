@@ -1676,6 +1676,18 @@ export interface components {
             logging: components["schemas"]["LoggingSettings"];
         };
         /**
+         * @description A change of a module's runtime settings.
+         * @example {
+         *       "logging": {
+         *         "filter": "",
+         *         "level": "info"
+         *       }
+         *     }
+         */
+        AdminSettingsChange: {
+            logging: components["schemas"]["LoggingSettingsChange"];
+        };
+        /**
          * @description The seed's confirmation body with the settings now applied on every replica.
          * @example {
          *       "logging": {
@@ -2418,14 +2430,25 @@ export interface components {
             /** @description Three-word address of the point (e.g. `apple.meadow.tractor`); empty when unknown. */
             threeWordAddress?: string;
         };
+        /** @description The log settings in force. */
         LoggingSettings: {
+            /** @description Comma-separated namespaces (feature names, e.g. `files,cache`) whose entries are logged; empty: all. */
+            filter: string;
+            /**
+             * @description Log level of the module.
+             * @enum {string}
+             */
+            level: "panic" | "fatal" | "error" | "warn" | "warning" | "info" | "debug" | "trace";
+        };
+        /** @description A change of log settings; what is left out keeps its value (at least one of the two). */
+        LoggingSettingsChange: {
             /** @description Comma-separated namespaces (feature names, e.g. `files,cache`) whose entries are logged; empty: all. */
             filter?: string;
             /**
              * @description Log level of the module.
              * @enum {string}
              */
-            level: "panic" | "fatal" | "error" | "warn" | "warning" | "info" | "debug" | "trace";
+            level?: "panic" | "fatal" | "error" | "warn" | "warning" | "info" | "debug" | "trace";
         };
         Message: {
             /**
@@ -3435,7 +3458,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AdminSettings"];
+                "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
         responses: {
@@ -4252,7 +4275,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AdminSettings"];
+                "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
         responses: {
@@ -4935,7 +4958,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AdminSettings"];
+                "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
         responses: {
