@@ -15,6 +15,7 @@ import (
 	"github.com/agritrade/api/system/internal/experts"
 	"github.com/agritrade/api/system/internal/files"
 	"github.com/agritrade/api/system/internal/locations"
+	"github.com/agritrade/api/system/internal/locations/gazetteer"
 	"github.com/agritrade/api/system/internal/messaging"
 	"github.com/agritrade/api/system/internal/refdata"
 	"github.com/agritrade/api/system/internal/shortlinks"
@@ -125,7 +126,7 @@ func (m *Module) LookupCommodity(ctx context.Context, id int) (name, unitName st
 }
 
 // GazetteerImport reports an `agritrade import gazetteer` run.
-type GazetteerImport = locations.ImportStats
+type GazetteerImport = gazetteer.ImportStats
 
 // ImportGazetteer streams a GeoNames dump (places or postal codes, detected
 // from its columns) into the location gazetteer, writing a progress line to
