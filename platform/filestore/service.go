@@ -24,15 +24,12 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// DefaultPath is where the System module serves files (API.md); the URLs in
-// records point there.
-const DefaultPath = "/system/v1/files"
-
 // Options configure a Service.
 type Options struct {
 	// BaseURL is the public base URL ("https://api.example.com").
 	BaseURL string
-	// Path is the download route under BaseURL; DefaultPath when empty.
+	// Path is the download route under BaseURL, where the module that serves
+	// files mounts them; the URLs in records point there (see ServeAt).
 	Path string
 	// MaxBytes caps one upload; 0 means no cap.
 	MaxBytes int64
@@ -69,9 +66,6 @@ type Service struct {
 
 // New builds a Service over a database and a blob store.
 func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
-	if o.Path == "" {
-		o.Path = DefaultPath
-	}
 	if o.URLTTL <= 0 {
 		o.URLTTL = time.Hour
 	}
@@ -92,6 +86,14 @@ func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
 		prefix: strings.TrimRight(o.BaseURL, "/") + o.Path,
 		thumbs: newThumbs(o),
 	}
+}
+
+// ServeAt names the route that serves the files (path under BaseURL, such as
+// "/system/v1/files"): the module that mounts the downloads tells, before it
+// serves, so that the platform knows no module's routes.
+func (s *Service) ServeAt(path string) {
+	s.opts.Path = path
+	s.prefix = strings.TrimRight(s.opts.BaseURL, "/") + path
 }
 
 // Open builds the Service the configuration asks for: the local backend under
