@@ -48,6 +48,10 @@ type Otel struct {
 	Endpoint string `mapstructure:"endpoint"`
 	// ServiceName is the service.name of the spans (default agritrade).
 	ServiceName string `mapstructure:"service_name"`
+	// SampleRatio is the share of new traces recorded (0..1, default 0.1),
+	// parent-based: a caller's sampled traceparent is always continued. The
+	// standard OTEL_TRACES_SAMPLER, when set, replaces it.
+	SampleRatio float64 `mapstructure:"sample_ratio"`
 }
 
 // Events configures the live event stream (GET /system/v1/events).
@@ -389,6 +393,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("otel.endpoint", "")
 	v.SetDefault("otel.service_name", "agritrade")
+	v.SetDefault("otel.sample_ratio", 0.1)
 	v.SetDefault("idempotency.ttl", 24*time.Hour)
 	v.SetDefault("idempotency.lease", time.Minute)
 	v.SetDefault("idempotency.purge_interval", 10*time.Minute)
@@ -462,6 +467,9 @@ func (c *Config) validate() error {
 	}
 	if c.Files.ResumableTTL <= 0 {
 		bad = append(bad, fmt.Sprintf("files.resumable_ttl %s: must be positive", c.Files.ResumableTTL))
+	}
+	if c.Otel.SampleRatio < 0 || c.Otel.SampleRatio > 1 {
+		bad = append(bad, fmt.Sprintf("otel.sample_ratio %g: must be between 0 and 1", c.Otel.SampleRatio))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(bad, "; "))

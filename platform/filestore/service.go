@@ -19,6 +19,7 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
@@ -220,6 +221,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		return discard(err)
 	}
 	s.sign(rec)
+	logging.Ctx(ctx, s.opts.Log).WithFields(logrus.Fields{"file": rec.ID, "bucket": rec.Bucket, "type": rec.Type, "contentType": rec.ContentType, "bytes": rec.Size, "key": rec.Path}).Debug("file stored")
 	return rec, nil
 }
 
@@ -342,6 +344,7 @@ func (s *Service) Archive(ctx context.Context, p *auth.Principal, id string) err
 	if !ok {
 		return apierr.NotFound("file") // archived meanwhile by another request
 	}
+	logging.Ctx(ctx, s.opts.Log).WithField("file", id).Debug("file archived")
 	return nil
 }
 
@@ -357,6 +360,7 @@ func (s *Service) Read(ctx context.Context, rec *Record, offset, length int64) (
 	if err != nil {
 		return nil, s.storeError(err)
 	}
+	logging.Ctx(ctx, s.opts.Log).WithFields(logrus.Fields{"file": rec.ID, "offset": offset, "length": length}).Debug("file read")
 	return countingReadCloser{rc}, nil
 }
 
