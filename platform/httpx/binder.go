@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agritrade/api/platform/apierr"
 )
@@ -144,7 +145,7 @@ func (b *binder) bind(v any, dst any, f *apierr.Fields) []string {
 		// A null body is not an object (or whatever the body must be).
 		b.typeError(expected(rv.Type()), v)
 	} else {
-		b.value(v, rv)
+		b.value(v, rv, infoOf(rv.Type()))
 	}
 	return b.failed
 }
@@ -260,15 +261,31 @@ func expected(t reflect.Type) string {
 
 // typeInfo is what the walk needs of a type, worked out once.
 type typeInfo struct {
+	t                           reflect.Type
 	nullable, unmarshaler, text bool
-	fields                      []fieldInfo // struct members, in declaration order
-	byName                      map[string]int
-	names                       []string // sorted member names, for unknown_field's data
+	// elem is the typeInfo of what a pointer, slice, array or map holds (a
+	// Nullable's value pointer), filled on first use: the walk looks each
+	// type up once, not at every value.
+	elem   atomic.Pointer[typeInfo]
+	fields []*fieldInfo // struct members, in declaration order
+	byName map[string]int
+	names  []string // sorted member names, for unknown_field's data
 }
 
 type fieldInfo struct {
 	name  string
 	index []int
+	ti    atomic.Pointer[typeInfo]
+}
+
+// lazy answers the typeInfo of t kept in p, looking it up the first time.
+func lazy(p *atomic.Pointer[typeInfo], t reflect.Type) *typeInfo {
+	if ti := p.Load(); ti != nil {
+		return ti
+	}
+	ti := infoOf(t)
+	p.Store(ti)
+	return ti
 }
 
 var typeInfos sync.Map // reflect.Type → *typeInfo
@@ -278,7 +295,7 @@ func infoOf(t reflect.Type) *typeInfo {
 		return ti.(*typeInfo)
 	}
 	pt := reflect.PointerTo(t)
-	ti := &typeInfo{nullable: pt.Implements(nullableType)}
+	ti := &typeInfo{t: t, nullable: pt.Implements(nullableType)}
 	if !ti.nullable && t.Kind() != reflect.Pointer {
 		ti.unmarshaler = pt.Implements(unmarshalerType)
 		ti.text = pt.Implements(textType)
@@ -321,7 +338,7 @@ func collectFields(t reflect.Type, index []int, ti *typeInfo) {
 			continue // the shallower field wins
 		}
 		ti.byName[name] = len(ti.fields)
-		ti.fields = append(ti.fields, fieldInfo{name: name, index: idx})
+		ti.fields = append(ti.fields, &fieldInfo{name: name, index: idx})
 		ti.names = append(ti.names, name)
 	}
 }
@@ -341,14 +358,14 @@ func field(v reflect.Value, index []int) reflect.Value {
 }
 
 // value binds the tree v into rv (settable).
-func (b *binder) value(v any, rv reflect.Value) {
-	t := rv.Type()
-	ti := infoOf(t)
+func (b *binder) value(v any, rv reflect.Value, ti *typeInfo) {
+	t := ti.t
 	if ti.nullable {
 		set, val := rv.Addr().Interface().(nullable).bindTarget()
 		*set = true
 		if v != nil {
-			b.value(v, reflect.ValueOf(val).Elem())
+			target := reflect.ValueOf(val).Elem()
+			b.value(v, target, lazy(&ti.elem, target.Type()))
 		}
 		return
 	}
@@ -358,7 +375,7 @@ func (b *binder) value(v any, rv reflect.Value) {
 		// keep their zero value (encoding/json's rules).
 		switch {
 		case ti.unmarshaler:
-			b.unmarshal(v, rv)
+			b.unmarshal(v, rv, ti)
 		case t.Kind() == reflect.Pointer, t.Kind() == reflect.Slice, t.Kind() == reflect.Map, t.Kind() == reflect.Interface:
 			rv.SetZero()
 		}
@@ -368,11 +385,11 @@ func (b *binder) value(v any, rv reflect.Value) {
 		if rv.IsNil() {
 			rv.Set(reflect.New(t.Elem()))
 		}
-		b.value(v, rv.Elem())
+		b.value(v, rv.Elem(), lazy(&ti.elem, t.Elem()))
 		return
 	}
 	if ti.unmarshaler || ti.text {
-		b.unmarshal(v, rv)
+		b.unmarshal(v, rv, ti)
 		return
 	}
 	switch t.Kind() {
@@ -407,7 +424,7 @@ func (b *binder) value(v any, rv reflect.Value) {
 		}
 		rv.SetFloat(x)
 	case reflect.Slice:
-		b.slice(v, rv)
+		b.slice(v, rv, ti)
 	case reflect.Array:
 		a, ok := v.([]any)
 		if !ok {
@@ -418,9 +435,9 @@ func (b *binder) value(v any, rv reflect.Value) {
 			b.fail("max_items", "must hold at most "+itoa(rv.Len())+" items", map[string]any{"max": rv.Len(), "actual": len(a)})
 			return
 		}
-		b.items(a, rv)
+		b.items(a, rv, lazy(&ti.elem, t.Elem()))
 	case reflect.Map:
-		b.mapValue(v, rv)
+		b.mapValue(v, rv, lazy(&ti.elem, t.Elem()))
 	case reflect.Struct:
 		b.object(v, rv, ti)
 	case reflect.Interface:
@@ -486,7 +503,7 @@ func intRange(t reflect.Type) (lo, hi string) {
 	return strconv.FormatInt(-1<<(bits-1), 10), strconv.FormatInt(1<<(bits-1)-1, 10)
 }
 
-func (b *binder) slice(v any, rv reflect.Value) {
+func (b *binder) slice(v any, rv reflect.Value, ti *typeInfo) {
 	t := rv.Type()
 	if t.Elem().Kind() == reflect.Uint8 {
 		s, ok := v.(string)
@@ -508,21 +525,21 @@ func (b *binder) slice(v any, rv reflect.Value) {
 		return
 	}
 	s := reflect.MakeSlice(t, len(a), len(a))
-	b.items(a, s)
+	b.items(a, s, lazy(&ti.elem, t.Elem()))
 	rv.Set(s)
 }
 
-func (b *binder) items(a []any, rv reflect.Value) {
+func (b *binder) items(a []any, rv reflect.Value, elem *typeInfo) {
 	b.path = append(b.path, pathSeg{index: 0})
 	last := len(b.path) - 1
 	for i, e := range a {
 		b.path[last] = pathSeg{index: i}
-		b.value(e, rv.Index(i))
+		b.value(e, rv.Index(i), elem)
 	}
 	b.path = b.path[:last]
 }
 
-func (b *binder) mapValue(v any, rv reflect.Value) {
+func (b *binder) mapValue(v any, rv reflect.Value, elem *typeInfo) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		b.typeError("an object", v)
@@ -549,9 +566,9 @@ func (b *binder) mapValue(v any, rv reflect.Value) {
 		default:
 			b.fail(CodeUnknownField, "is not a key this object takes", nil)
 		}
-		elem := reflect.New(t.Elem()).Elem()
-		b.value(m[k], elem)
-		rv.SetMapIndex(key, elem)
+		ev := reflect.New(t.Elem()).Elem()
+		b.value(m[k], ev, elem)
+		rv.SetMapIndex(key, ev)
 		b.path = b.path[:len(b.path)-1]
 	}
 }
@@ -563,15 +580,15 @@ func (b *binder) object(v any, rv reflect.Value, ti *typeInfo) {
 		return
 	}
 	matched := 0
-	for i := range ti.fields {
-		fi := &ti.fields[i]
+	for _, fi := range ti.fields {
 		e, present := m[fi.name]
 		if !present {
 			continue
 		}
 		matched++
 		b.path = append(b.path, pathSeg{key: fi.name, index: -1})
-		b.value(e, field(rv, fi.index))
+		fv := field(rv, fi.index)
+		b.value(e, fv, lazy(&fi.ti, fv.Type()))
 		b.path = b.path[:len(b.path)-1]
 	}
 	if matched == len(m) {
@@ -600,8 +617,7 @@ func (b *binder) object(v any, rv reflect.Value, ti *typeInfo) {
 
 // unmarshal hands a type with its own decoding its part of the body: text
 // types (time.Time, encoding.TextUnmarshaler) take strings only.
-func (b *binder) unmarshal(v any, rv reflect.Value) {
-	ti := infoOf(rv.Type())
+func (b *binder) unmarshal(v any, rv reflect.Value, ti *typeInfo) {
 	s, isString := v.(string)
 	if ti.text && v != nil && !isString {
 		b.typeError("a string", v)
