@@ -227,9 +227,9 @@ func TestBindJSON_400_UnknownFieldThroughTheEngine(t *testing.T) {
 		c.JSON(http.StatusOK, in)
 		return nil
 	})
-	rec := do(e, http.MethodPost, "/x", "application/json", `{"referense":"R1"}`)
+	rec := do(e, http.MethodPost, "/x", "application/json", `{"referenceNo":"R1"}`)
 	b := errorBody(t, rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
-	if rec.Code != 400 || b.Code != apierr.CodeValidation || len(b.Validation) != 1 || b.Validation[0].Path != "referense" ||
+	if rec.Code != 400 || b.Code != apierr.CodeValidation || len(b.Validation) != 1 || b.Validation[0].Path != "referenceNo" ||
 		b.Validation[0].Code != httpx.CodeUnknownField {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
