@@ -63,6 +63,9 @@ func New(deps module.Deps) *Module {
 	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"), deps.Tracing.Transport(nil))
 	m.shortlinks, m.shortlinksErr = shortlinks.NewService(deps.DB, deps.Config, deps.Log.Component("shortlinks"))
 	if deps.Files != nil {
+		// The records' URLs point at this module's download route
+		// (files.Handler.Mount: GET /files/:id under /system/v1).
+		deps.Files.ServeAt("/" + Name + "/v1/files")
 		m.uploads = files.NewResumable(deps.DB, deps.Files, deps.Config.Files.ResumableTTL, deps.Log.Component("uploads"))
 	}
 	return m

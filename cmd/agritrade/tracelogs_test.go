@@ -90,9 +90,9 @@ func TestRedisAndProviderCallsAreChildSpans(t *testing.T) {
 		testkit.Options{NoValidate: true, Tracing: telemetry.New(tp, "agritrade-test"), Configure: func(c *config.Config) {
 			c.Redis.URL = redisURL
 			c.Cache.Backend = "redis"
-			c.Locations.Provider = "nominatim"
-			c.Locations.NominatimURL = geocoder.URL
-			c.Locations.UserAgent = "agritrade-test"
+			c.Set("locations.provider", "nominatim")
+			c.Set("locations.nominatim_url", geocoder.URL)
+			c.Set("locations.user_agent", "agritrade-test")
 		}})
 	tok := s.Token(testkit.Farmer)
 	traced := func(path, trace string) sdktrace.ReadOnlySpan {

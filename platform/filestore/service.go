@@ -25,15 +25,12 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// DefaultPath is where the System module serves files (API.md); the URLs in
-// records point there.
-const DefaultPath = "/system/v1/files"
-
 // Options configure a Service.
 type Options struct {
 	// BaseURL is the public base URL ("https://api.example.com").
 	BaseURL string
-	// Path is the download route under BaseURL; DefaultPath when empty.
+	// Path is the download route under BaseURL, where the module that serves
+	// files mounts them; the URLs in records point there (see ServeAt).
 	Path string
 	// MaxBytes caps one upload; 0 means no cap.
 	MaxBytes int64
@@ -56,6 +53,9 @@ type Options struct {
 	ThumbSizes       []string
 	ThumbMaxPixels   int64
 	ThumbConcurrency int
+	// ThumbEager makes every size of an image right after it is stored
+	// (files.thumb_eager), in the background, when a thumbnail slot is free.
+	ThumbEager bool
 }
 
 // Service is module.Deps.Files: uploads, reads, archives and resolves files.
@@ -70,9 +70,6 @@ type Service struct {
 
 // New builds a Service over a database and a blob store.
 func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
-	if o.Path == "" {
-		o.Path = DefaultPath
-	}
 	if o.URLTTL <= 0 {
 		o.URLTTL = time.Hour
 	}
@@ -93,6 +90,14 @@ func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
 		prefix: strings.TrimRight(o.BaseURL, "/") + o.Path,
 		thumbs: newThumbs(o),
 	}
+}
+
+// ServeAt names the route that serves the files (path under BaseURL, such as
+// "/system/v1/files"): the module that mounts the downloads tells, before it
+// serves, so that the platform knows no module's routes.
+func (s *Service) ServeAt(path string) {
+	s.opts.Path = path
+	s.prefix = strings.TrimRight(s.opts.BaseURL, "/") + path
 }
 
 // Open builds the Service the configuration asks for: the local backend under
@@ -137,6 +142,7 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 		ThumbSizes:       cfg.Files.ThumbSizes,
 		ThumbMaxPixels:   cfg.Files.ThumbMaxPixels,
 		ThumbConcurrency: cfg.Files.ThumbConcurrency,
+		ThumbEager:       cfg.Files.ThumbEager,
 	}), nil
 }
 
@@ -220,6 +226,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	s.sign(rec)
 	logging.Ctx(ctx, s.opts.Log).WithFields(logrus.Fields{"file": rec.ID, "bucket": rec.Bucket, "type": rec.Type, "contentType": rec.ContentType, "bytes": rec.Size, "key": rec.Path}).Debug("file stored")
+	s.startEagerThumbs(rec)
 	return rec, nil
 }
 

@@ -89,10 +89,10 @@ func (f *fakeService) set(route func(r *http.Request) (int, string), delay time.
 // timing is unit-tested with a fake clock) and a short timeout.
 func outsideConfig(provider string, mutate func(c *config.Config)) func(c *config.Config) {
 	return func(c *config.Config) {
-		c.Locations.Provider = provider
-		c.Locations.MinInterval = 0
-		c.Locations.Timeout = 2 * time.Second
-		c.Locations.UserAgent = "AgriTrade-test/1.0 (tests@agritrade.example)"
+		c.Set("locations.provider", provider)
+		c.Set("locations.min_interval", 0)
+		c.Set("locations.timeout", 2*time.Second)
+		c.Set("locations.user_agent", "AgriTrade-test/1.0 (tests@agritrade.example)")
 		if mutate != nil {
 			mutate(c)
 		}
@@ -121,8 +121,8 @@ func TestNominatimAdapter(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		fake := newFakeService(t, nominatimRoute)
 		s := newServer(t, db, outsideConfig(locations.ProviderNominatim, func(c *config.Config) {
-			c.Locations.NominatimURL = fake.URL + "/"
-			c.Locations.Timeout = 300 * time.Millisecond
+			c.Set("locations.nominatim_url", fake.URL+"/")
+			c.Set("locations.timeout", 300*time.Millisecond)
 		}))
 		s.Run(t, []testkit.Scenario{
 			{Name: "200search", Req: get(search, "query", "Kendal", "countryISO", "gb"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
@@ -204,7 +204,7 @@ func photonRoute(r *http.Request) (int, string) {
 func TestPhotonAdapter(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		fake := newFakeService(t, photonRoute)
-		s := newServer(t, db, outsideConfig(locations.ProviderPhoton, func(c *config.Config) { c.Locations.PhotonURL = fake.URL }))
+		s := newServer(t, db, outsideConfig(locations.ProviderPhoton, func(c *config.Config) { c.Set("locations.photon_url", fake.URL) }))
 		var kendal string
 		s.Run(t, []testkit.Scenario{
 			{Name: "200searchCountryFiltered", Req: get(search, "query", "Kendal", "countryISO", "GB", "limit", "5"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
@@ -270,8 +270,8 @@ func TestThreeWordAdapter(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		fake := newFakeService(t, threeWordRoute)
 		s := newServer(t, db, outsideConfig(locations.ProviderGazetteer, func(c *config.Config) {
-			c.Locations.ThreeWordURL = fake.URL
-			c.Locations.ThreeWordKey = threeWordKey
+			c.Set("locations.three_word_url", fake.URL)
+			c.Set("locations.three_word_key", threeWordKey)
 		}))
 		s.Run(t, []testkit.Scenario{
 			{Name: "200words", Req: get(byWords, "query", "///orchard.lantern.hedgehog"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
@@ -316,8 +316,8 @@ func TestThreeWordAdapter(t *testing.T) {
 func TestThreeWordAdapterBadKey(t *testing.T) {
 	fake := newFakeService(t, threeWordRoute)
 	s := newServer(t, testkit.DB(t, testkit.SQLite), outsideConfig(locations.ProviderGazetteer, func(c *config.Config) {
-		c.Locations.ThreeWordURL = fake.URL
-		c.Locations.ThreeWordKey = "wrong-key"
+		c.Set("locations.three_word_url", fake.URL)
+		c.Set("locations.three_word_key", "wrong-key")
 	}))
 	s.Run(t, []testkit.Scenario{
 		// A bad key is the operator's fault: 503, never a 4xx blaming the client.
@@ -336,7 +336,7 @@ func TestThreeWordAdapterBadKey(t *testing.T) {
 
 func TestUnknownProvider(t *testing.T) {
 	cfg := config.Default()
-	cfg.Locations.Provider = "carrier-pigeon"
+	cfg.Set("locations.provider", "carrier-pigeon")
 	if _, err := locations.NewService(cfg, testkit.DB(t, testkit.SQLite), nil, nil); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
 		t.Fatalf("err %v, want the bad provider named", err)
 	}

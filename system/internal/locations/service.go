@@ -44,11 +44,14 @@ type Service struct {
 // service on. transport carries the calls to outside services (nil: the
 // default; the platform passes its tracing transport).
 func NewService(cfg *config.Config, bdb *bun.DB, log logrus.FieldLogger, transport http.RoundTripper) (*Service, error) {
-	lc := cfg.Locations
+	lc, err := ReadConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	store := gazetteer.NewStore(bdb)
 	gaz := gazetteer.NewGazetteer(store, lc.MaxDistanceKm)
 	s := &Service{store: store, primary: gaz, bySource: map[string]place.Provider{gaz.Source(): gaz}, words: gaz, log: log}
-	client := outside.NewClient(lc, cfg.BaseURL, transport)
+	client := outside.NewClient(lc.ClientConfig, cfg.BaseURL, transport)
 	switch strings.ToLower(strings.TrimSpace(lc.Provider)) {
 	case "", ProviderGazetteer:
 	case ProviderNominatim:

@@ -1,3 +1,7 @@
+// Package gazetteer is the location provider kept in the database: the
+// gazetteer_places and gazetteer_postcodes tables (store.go), their search,
+// resolution and reverse lookups (gazetteer.go), the embedded seed of UK and
+// Irish places (seed.go) and the streaming GeoNames importer (importer.go).
 package gazetteer
 
 import (

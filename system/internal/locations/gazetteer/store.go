@@ -10,7 +10,6 @@ import (
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/driver/pgdriver"
 )
 
 // placeRow is a row of gazetteer_places.
@@ -177,7 +176,7 @@ func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit in
 			Where("population >= ?", bigPlace).Where("(' ' || name_norm) % ?", " "+q)
 		return country(sel, countryISO).OrderExpr("(' ' || name_norm) <-> ?", " "+q).Limit(int64(limit)).Scan(ctx)
 	})
-	if isQueryCanceled(err) && ctx.Err() == nil {
+	if db.IsQueryCanceled(err) && ctx.Err() == nil {
 		return nil, nil
 	}
 	if err != nil {
@@ -192,13 +191,6 @@ func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit in
 		}
 	}
 	return names, nil
-}
-
-// isQueryCanceled tells whether PostgreSQL cancelled a statement (its
-// statement_timeout ran out).
-func isQueryCanceled(err error) bool {
-	var pgErr pgdriver.Error
-	return errors.As(err, &pgErr) && pgErr.Field('C') == "57014"
 }
 
 // PostcodesByPrefix answers postcodes whose normalised code starts with p:

@@ -1,3 +1,6 @@
+// Package outside holds the adapters of outside location services: the OSM
+// geocoders Nominatim and Photon and the three-word address service, over one
+// client (outside.go) that paces, bounds and caches their calls.
 package outside
 
 import (
@@ -14,7 +17,6 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/apierr"
-	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/system/internal/locations/place"
 )
 
@@ -35,10 +37,22 @@ type Client struct {
 	maxWait time.Duration
 }
 
+// ClientConfig is the part of the locations section the client reads.
+type ClientConfig struct {
+	// UserAgent identifies the API to outside services (Nominatim requires one).
+	UserAgent string `mapstructure:"user_agent"`
+	// Timeout bounds each request to an outside service.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// CacheTTL is how long answers of outside services are kept.
+	CacheTTL time.Duration `mapstructure:"cache_ttl"`
+	// MinInterval spaces requests to one OSM geocoder (Nominatim: 1 s).
+	MinInterval time.Duration `mapstructure:"min_interval"`
+}
+
 // NewClient builds the client the adapters share from the locations section;
 // baseURL names the API in the default user agent, transport carries the calls
 // (nil: the default; the platform passes its tracing transport).
-func NewClient(lc config.Locations, baseURL string, transport http.RoundTripper) *Client {
+func NewClient(lc ClientConfig, baseURL string, transport http.RoundTripper) *Client {
 	timeout := lc.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
