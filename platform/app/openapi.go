@@ -64,6 +64,9 @@ func mergeOpenAPI(platform []byte, mods []module.Module, docs map[string]documen
 		versions = append(versions, m.Name()+"/"+m.Version())
 	}
 	info["version"] = strings.Join(versions, " ")
+	if len(versions) == 0 {
+		info["version"] = build // the platform alone
+	}
 	info["x-build"] = build
 	paths := obj(base, "paths")
 	comps := obj(base, "components")
