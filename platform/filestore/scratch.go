@@ -141,7 +141,7 @@ func (s *Service) JoinScratch(ctx context.Context, p *auth.Principal, in PutInpu
 	if !Accepts(u.bucket, contentType, executable) {
 		return nil, apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType)
 	}
-	rec := s.newRecord(p, u.bucket, contentType)
+	rec := s.newRecord(ctx, p, u.bucket, contentType)
 	for _, k := range srcs {
 		if _, err := scratchKey(k); err != nil {
 			return nil, apierr.Internal(err)

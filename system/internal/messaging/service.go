@@ -12,6 +12,7 @@ import (
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
@@ -130,7 +131,7 @@ func (s *Service) target(ctx context.Context, tx bun.Tx, p *auth.Principal, d Dr
 	}
 	now := s.now().UTC()
 	row := &conversationRow{
-		ID: uuid.Must(uuid.NewV7()).String(), Title: nonEmpty(d.Title), ListingID: nonEmpty(d.ListingID), ListingType: nonEmpty(d.ListingType),
+		ID: ids.New(ctx), Title: nonEmpty(d.Title), ListingID: nonEmpty(d.ListingID), ListingType: nonEmpty(d.ListingType),
 		CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.store.insertConversation(ctx, tx, row); err != nil {
