@@ -15,6 +15,7 @@ import (
 	"github.com/agritrade/api/system/internal/experts"
 	"github.com/agritrade/api/system/internal/files"
 	"github.com/agritrade/api/system/internal/locations"
+	"github.com/agritrade/api/system/internal/locations/gazetteer"
 	"github.com/agritrade/api/system/internal/messaging"
 	"github.com/agritrade/api/system/internal/refdata"
 	"github.com/agritrade/api/system/internal/shortlinks"
@@ -62,6 +63,9 @@ func New(deps module.Deps) *Module {
 	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"), deps.Tracing.Transport(nil))
 	m.shortlinks, m.shortlinksErr = shortlinks.NewService(deps.DB, deps.Config, deps.Log.Component("shortlinks"))
 	if deps.Files != nil {
+		// The records' URLs point at this module's download route
+		// (files.Handler.Mount: GET /files/:id under /system/v1).
+		deps.Files.ServeAt("/" + Name + "/v1/files")
 		m.uploads = files.NewResumable(deps.DB, deps.Files, deps.Config.Files.ResumableTTL, deps.Log.Component("uploads"))
 	}
 	return m
@@ -125,7 +129,7 @@ func (m *Module) LookupCommodity(ctx context.Context, id int) (name, unitName st
 }
 
 // GazetteerImport reports an `agritrade import gazetteer` run.
-type GazetteerImport = locations.ImportStats
+type GazetteerImport = gazetteer.ImportStats
 
 // ImportGazetteer streams a GeoNames dump (places or postal codes, detected
 // from its columns) into the location gazetteer, writing a progress line to

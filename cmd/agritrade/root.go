@@ -33,6 +33,11 @@ func newRoot() *cobra.Command {
 
 // buildModules is the one place that knows every domain module.
 func buildModules(p *app.Platform) []module.Module {
+	// The platform's shared components (file store, cache, outbox, bus,
+	// events, idempotency, settings, migrations) have no settings route of
+	// their own: System's runtime log settings govern them too, as System is
+	// the module that administers the runtime (cache clearing, files).
+	p.Logs.Follow(app.PlatformName, system.Name)
 	sys := system.New(p.Deps(system.Name))
 	return []module.Module{
 		sys,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -89,9 +90,9 @@ func TestRedisAndProviderCallsAreChildSpans(t *testing.T) {
 		testkit.Options{NoValidate: true, Tracing: telemetry.New(tp, "agritrade-test"), Configure: func(c *config.Config) {
 			c.Redis.URL = redisURL
 			c.Cache.Backend = "redis"
-			c.Locations.Provider = "nominatim"
-			c.Locations.NominatimURL = geocoder.URL
-			c.Locations.UserAgent = "agritrade-test"
+			c.Set("locations.provider", "nominatim")
+			c.Set("locations.nominatim_url", geocoder.URL)
+			c.Set("locations.user_agent", "agritrade-test")
 		}})
 	tok := s.Token(testkit.Farmer)
 	traced := func(path, trace string) sdktrace.ReadOnlySpan {
@@ -173,4 +174,72 @@ func lastLogLine(s *testkit.Server, part string) string {
 		}
 	}
 	return line
+}
+
+// TestDebugLevelShowsWhatComponentsDo: an operator who sets System to debug
+// sees what the file store (a platform component, which follows System's
+// settings) and reference data do, and System's filter selects among them.
+// At info neither writes a line.
+func TestDebugLevelShowsWhatComponentsDo(t *testing.T) {
+	s := testkit.NewServer(t, testkit.DB(t, testkit.SQLite), func(p *app.Platform) []module.Module { return buildModules(p) })
+	admin := s.Token(testkit.Admin)
+	set := func(t *testing.T, body string) {
+		t.Helper()
+		res := s.Do(testkit.Request{Method: http.MethodPut, Path: "/system/v1/admin/settings", Token: admin, JSON: body})
+		if res.Status != http.StatusOK {
+			t.Fatalf("settings %s: %d %s", body, res.Status, res.Body)
+		}
+	}
+	uploadOne := func(t *testing.T, seed int) string {
+		t.Helper()
+		body, ct, _ := upload(t, testkit.Farmer, seed)
+		res := s.Do(testkit.Request{Method: http.MethodPost, Path: "/system/v1/files", Token: s.Token(testkit.Farmer), Body: bytes.NewReader(body), ContentType: ct})
+		if res.Status != http.StatusOK {
+			t.Fatalf("upload: %d %s", res.Status, res.Body)
+		}
+		return res.Map(t)["id"].(string)
+	}
+	countryOnce := func(t *testing.T, iso string) {
+		t.Helper()
+		if res := s.Do(testkit.Request{Method: http.MethodGet, Path: "/system/v1/settings/" + iso, Token: s.Token(testkit.Farmer)}); res.Status != http.StatusOK {
+			t.Fatalf("settings of %s: %d %s", iso, res.Status, res.Body)
+		}
+	}
+
+	t.Run("info_writes_no_debug_line", func(t *testing.T) {
+		set(t, `{"logging":{"level":"info","filter":""}}`)
+		id := uploadOne(t, 1)
+		countryOnce(t, "GB")
+		if line := lastLogLine(s, "file="+id); line != "" {
+			t.Fatalf("at info the file store wrote: %s", line)
+		}
+		if line := lastLogLine(s, "key=\"refdata:settings:GB\""); strings.Contains(line, "level=debug") {
+			t.Fatalf("at info reference data wrote: %s", line)
+		}
+	})
+	t.Run("debug_filtered_to_files_shows_the_file_store_only", func(t *testing.T) {
+		set(t, `{"logging":{"level":"debug","filter":"files"}}`)
+		id := uploadOne(t, 2)
+		countryOnce(t, "IE")
+		line := lastLogLine(s, "file="+id)
+		for _, want := range []string{"level=debug", `msg="file stored"`, "module=platform", "component=files", "bucket=images", "bytes="} {
+			if !strings.Contains(line, want) {
+				t.Fatalf("the file store's debug line lacks %s: %q\n%s", want, line, s.Logs.String())
+			}
+		}
+		if line := lastLogLine(s, "refdata:settings:IE"); line != "" {
+			t.Fatalf("the filter files let reference data through: %s", line)
+		}
+	})
+	t.Run("debug_unfiltered_shows_reference_data", func(t *testing.T) {
+		set(t, `{"logging":{"filter":""}}`)
+		// FR is known but not enabled: the 404 is built and cached too.
+		if res := s.Do(testkit.Request{Method: http.MethodGet, Path: "/system/v1/settings/FR", Token: s.Token(testkit.Farmer)}); res.Status != http.StatusNotFound {
+			t.Fatalf("settings of FR: %d %s", res.Status, res.Body)
+		}
+		line := lastLogLine(s, "refdata:settings:FR")
+		if !strings.Contains(line, "level=debug") || !strings.Contains(line, "component=refdata") || !strings.Contains(line, "cache miss") {
+			t.Fatalf("no reference data debug line: %q\n%s", line, s.Logs.String())
+		}
+	})
 }

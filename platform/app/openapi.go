@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/module"
@@ -53,7 +54,20 @@ func mergeOpenAPI(platform []byte, mods []module.Module, docs map[string]documen
 	addIdempotency(base)
 	info := obj(base, "info")
 	info["title"] = "AgriTrade API"
-	info["version"] = build
+	// The merged document is versioned by what it merges: the modules'
+	// release versions, as in their tags (system/v1.2.0), so that a client
+	// generated from it records which contract it was built against. The
+	// binary's build (git describe, "dev" from a work tree) changes with every
+	// commit without the contract changing; it is kept beside, in x-build.
+	versions := make([]string, 0, len(mods))
+	for _, m := range mods {
+		versions = append(versions, m.Name()+"/"+m.Version())
+	}
+	info["version"] = strings.Join(versions, " ")
+	if len(versions) == 0 {
+		info["version"] = build // the platform alone
+	}
+	info["x-build"] = build
 	paths := obj(base, "paths")
 	comps := obj(base, "components")
 	tags := map[string]bool{}

@@ -40,7 +40,7 @@ func TestMergeKeepsPathsAndSharedSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prose-only differences must merge: %v", err)
 	}
-	for _, want := range []string{`"/healthz"`, `"/a/v1/x"`, `"/b/v1/y"`, `"Location"`, `"version":"build-1"`} {
+	for _, want := range []string{`"/healthz"`, `"/a/v1/x"`, `"/b/v1/y"`, `"Location"`, `"version":"a/1.2.3 b/1.2.3"`, `"x-build":"build-1"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("merged document lacks %s", want)
 		}

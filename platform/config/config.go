@@ -29,8 +29,6 @@ type Config struct {
 	Log       Log       `mapstructure:"log"`
 	Modules   Modules   `mapstructure:"modules"`
 	Notify    Notify    `mapstructure:"notify"`
-	Shortlink Shortlink `mapstructure:"shortlinks"`
-	Locations Locations `mapstructure:"locations"`
 	RateLimit RateLimit `mapstructure:"ratelimit"`
 	Otel      Otel      `mapstructure:"otel"`
 	Events    Events    `mapstructure:"events"`
@@ -38,6 +36,9 @@ type Config struct {
 	// Idempotency keeps the answers of writes sent with Idempotency-Key.
 	Idempotency Idempotency `mapstructure:"idempotency"`
 	Debug       bool        `mapstructure:"debug"`
+
+	// v holds every key, for the sections modules own and read with Section.
+	v *viper.Viper
 }
 
 // Otel configures OpenTelemetry tracing: off unless an OTLP/HTTP endpoint is
@@ -47,6 +48,10 @@ type Otel struct {
 	Endpoint string `mapstructure:"endpoint"`
 	// ServiceName is the service.name of the spans (default agritrade).
 	ServiceName string `mapstructure:"service_name"`
+	// SampleRatio is the share of new traces recorded (0..1, default 0.1),
+	// parent-based: a caller's sampled traceparent is always continued. The
+	// standard OTEL_TRACES_SAMPLER, when set, replaces it.
+	SampleRatio float64 `mapstructure:"sample_ratio"`
 }
 
 // Events configures the live event stream (GET /system/v1/events).
@@ -271,44 +276,6 @@ type SMTP struct {
 	Timeout time.Duration     `mapstructure:"timeout"`
 }
 
-// Shortlink configures the short-link templates and the target allow-list.
-type Shortlink struct {
-	Templates    []LinkTemplate `mapstructure:"templates"`
-	AllowedHosts []string       `mapstructure:"allowed_hosts"`
-}
-
-// LinkTemplate is a named short-link template.
-type LinkTemplate struct {
-	Name        string `mapstructure:"name"`
-	BaseURL     string `mapstructure:"base_url"`
-	UTMSource   string `mapstructure:"utm_source"`
-	UTMMedium   string `mapstructure:"utm_medium"`
-	UTMCampaign string `mapstructure:"utm_campaign"`
-}
-
-// Locations selects the location provider and configures the adapters of
-// outside location services.
-type Locations struct {
-	Provider string `mapstructure:"provider"`
-	// NominatimURL and PhotonURL are the OSM geocoders' base URLs.
-	NominatimURL string `mapstructure:"nominatim_url"`
-	PhotonURL    string `mapstructure:"photon_url"`
-	// ThreeWordURL is the three-word address service; it is used only when
-	// ThreeWordKey is set.
-	ThreeWordURL string `mapstructure:"three_word_url"`
-	ThreeWordKey string `mapstructure:"three_word_key"`
-	// UserAgent identifies the API to outside services (Nominatim requires one).
-	UserAgent string `mapstructure:"user_agent"`
-	// Timeout bounds each request to an outside service.
-	Timeout time.Duration `mapstructure:"timeout"`
-	// CacheTTL is how long answers of outside services are kept.
-	CacheTTL time.Duration `mapstructure:"cache_ttl"`
-	// MinInterval spaces requests to one OSM geocoder (Nominatim: 1 s).
-	MinInterval time.Duration `mapstructure:"min_interval"`
-	// MaxDistanceKm is how far a reverse lookup looks for the nearest place.
-	MaxDistanceKm float64 `mapstructure:"max_distance_km"`
-}
-
 // RateLimit configures per-client-IP limits of public routes.
 type RateLimit struct {
 	PerMinute int `mapstructure:"per_minute"`
@@ -340,13 +307,13 @@ func Load(file string) (*Config, error) {
 			return nil, fmt.Errorf("read config %s: %w", file, err)
 		}
 	}
-	var c Config
+	c := Config{v: v}
 	if err := v.Unmarshal(&c); err != nil {
 		return nil, fmt.Errorf("decode config: %w", err)
 	}
-	c.HTTP.CORSOrigins = splitList(c.HTTP.CORSOrigins)
-	c.Shortlink.AllowedHosts = splitList(c.Shortlink.AllowedHosts)
-	c.Files.ThumbSizes = splitList(c.Files.ThumbSizes)
+	c.HTTP.CORSOrigins = SplitList(c.HTTP.CORSOrigins)
+	c.Files.ThumbSizes = SplitList(c.Files.ThumbSizes)
+	c.Modules = c.Modules.withEnv(os.Environ())
 	if err := c.finish(); err != nil {
 		return nil, err
 	}
@@ -357,7 +324,7 @@ func Load(file string) (*Config, error) {
 func Default() *Config {
 	v := viper.New()
 	SetDefaults(v)
-	var c Config
+	c := Config{v: v}
 	if err := v.Unmarshal(&c); err != nil {
 		panic(err) // defaults are compiled in: failing here is a programming error
 	}
@@ -426,6 +393,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("bus.backend", "")
 	v.SetDefault("otel.endpoint", "")
 	v.SetDefault("otel.service_name", "agritrade")
+	v.SetDefault("otel.sample_ratio", 0.1)
 	v.SetDefault("idempotency.ttl", 24*time.Hour)
 	v.SetDefault("idempotency.lease", time.Minute)
 	v.SetDefault("idempotency.purge_interval", 10*time.Minute)
@@ -435,10 +403,6 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("events.max_streams", 3000)
 	v.SetDefault("log.format", "text")
 	v.SetDefault("log.level", "info")
-	for _, m := range []string{"system", "logistics", "livestock"} {
-		v.SetDefault("modules."+m+".log.level", "")
-		v.SetDefault("modules."+m+".log.filter", "")
-	}
 	v.SetDefault("notify.webhook.url", "")
 	v.SetDefault("notify.webhook.secret", "")
 	v.SetDefault("notify.webhook.timeout", 10*time.Second)
@@ -457,18 +421,6 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("notify.poll_interval", time.Second)
 	v.SetDefault("notify.workers", 4)
 	v.SetDefault("notify.retention", 7*24*time.Hour)
-	v.SetDefault("shortlinks.templates", []map[string]any{})
-	v.SetDefault("shortlinks.allowed_hosts", []string{})
-	v.SetDefault("locations.provider", "gazetteer")
-	v.SetDefault("locations.nominatim_url", "https://nominatim.openstreetmap.org")
-	v.SetDefault("locations.photon_url", "https://photon.komoot.io")
-	v.SetDefault("locations.three_word_url", "https://api.what3words.com")
-	v.SetDefault("locations.three_word_key", "")
-	v.SetDefault("locations.user_agent", "")
-	v.SetDefault("locations.timeout", 5*time.Second)
-	v.SetDefault("locations.cache_ttl", 24*time.Hour)
-	v.SetDefault("locations.min_interval", time.Second)
-	v.SetDefault("locations.max_distance_km", 25.0)
 	v.SetDefault("ratelimit.per_minute", 120)
 	v.SetDefault("ratelimit.burst", 30)
 	v.SetDefault("debug", false)
@@ -515,6 +467,9 @@ func (c *Config) validate() error {
 	}
 	if c.Files.ResumableTTL <= 0 {
 		bad = append(bad, fmt.Sprintf("files.resumable_ttl %s: must be positive", c.Files.ResumableTTL))
+	}
+	if c.Otel.SampleRatio < 0 || c.Otel.SampleRatio > 1 {
+		bad = append(bad, fmt.Sprintf("otel.sample_ratio %g: must be between 0 and 1", c.Otel.SampleRatio))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(bad, "; "))
@@ -576,6 +531,61 @@ func (c *Config) IsPostgres() bool {
 	return strings.HasPrefix(c.DB.DSN, "postgres://") || strings.HasPrefix(c.DB.DSN, "postgresql://")
 }
 
+// Section decodes the section key (locations, shortlinks...) into out: the
+// module that owns a section declares its shape and defaults, the platform
+// only reads it. defaults are registered first (key.name → value), so that
+// AGRITRADE_<KEY>_<NAME> reaches keys that no file mentions; a comma-separated
+// environment value fills a list, like the platform's own lists.
+func (c *Config) Section(key string, defaults map[string]any, out any) error {
+	for k, d := range defaults {
+		c.v.SetDefault(key+"."+k, d)
+	}
+	// Viper's UnmarshalKey ignores the environment below the key: copy the
+	// section key by key (Get consults every source) and decode that.
+	sub := viper.New()
+	for _, k := range c.v.AllKeys() {
+		if name, ok := strings.CutPrefix(k, key+"."); ok {
+			sub.Set(name, c.v.Get(k))
+		}
+	}
+	if err := sub.Unmarshal(out); err != nil {
+		return fmt.Errorf("decode config %s: %w", key, err)
+	}
+	return nil
+}
+
+// Set overrides one key (tests and tools): what a file or the environment
+// would say, for a section a module reads with Section.
+func (c *Config) Set(key string, value any) { c.v.Set(key, value) }
+
+// withEnv adds the module log settings of the environment
+// (AGRITRADE_MODULES_<NAME>_LOG_LEVEL and _FILTER) over those of the file: the
+// module names come from the variables, the platform knows no list of them.
+func (m Modules) withEnv(environ []string) Modules {
+	if m == nil {
+		m = Modules{}
+	}
+	for _, kv := range environ {
+		k, val, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(k, "AGRITRADE_MODULES_")
+		if !ok || val == "" { // viper too ignores empty variables
+			continue
+		}
+		for suffix, set := range map[string]func(*ModuleLog){
+			"_LOG_LEVEL":  func(l *ModuleLog) { l.Level = val },
+			"_LOG_FILTER": func(l *ModuleLog) { l.Filter = val },
+		} {
+			if name, ok := strings.CutSuffix(rest, suffix); ok && name != "" {
+				name = strings.ToLower(name)
+				s := m[name]
+				set(&s.Log)
+				m[name] = s
+			}
+		}
+	}
+	return m
+}
+
 // ModuleLog returns the configured start-up log setting of a module.
 func (c *Config) ModuleLog(name string) ModuleLog {
 	return c.Modules[name].Log
@@ -588,9 +598,9 @@ func portOf(addr string) string {
 	return ":8080"
 }
 
-// splitList turns a single comma-separated value (as environment variables
+// SplitList turns a single comma-separated value (as environment variables
 // give lists) into its elements.
-func splitList(in []string) []string {
+func SplitList(in []string) []string {
 	out := make([]string, 0, len(in))
 	for _, s := range in {
 		for _, part := range strings.Split(s, ",") {

@@ -51,8 +51,16 @@ func TestDefaultsEnvAndFile(t *testing.T) {
 	if !c.IsPostgres() || c.Bus.Backend != "postgres" {
 		t.Fatalf("env DSN: %q bus %q", c.DB.DSN, c.Bus.Backend)
 	}
-	if len(c.Shortlink.AllowedHosts) != 2 || c.Shortlink.AllowedHosts[1] != "example.org" {
-		t.Fatalf("comma list from env: %q", c.Shortlink.AllowedHosts)
+	// A module's own section (shortlinks is the System module's) reads the
+	// environment too, a list from one comma-separated variable.
+	var links struct {
+		AllowedHosts []string `mapstructure:"allowed_hosts"`
+	}
+	if err := c.Section("shortlinks", map[string]any{"allowed_hosts": []string{}}, &links); err != nil {
+		t.Fatal(err)
+	}
+	if hosts := config.SplitList(links.AllowedHosts); len(hosts) != 2 || hosts[1] != "example.org" {
+		t.Fatalf("comma list from env: %q", links.AllowedHosts)
 	}
 	if c.ModuleLog("logistics").Level != "debug" || c.ModuleLog("system").Filter != "files,-http" {
 		t.Fatalf("module logs: %+v", c.Modules)

@@ -25,6 +25,15 @@ func IsUniqueViolation(err error) bool {
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "constraint failed: UNIQUE")
 }
 
+// IsQueryCanceled tells whether PostgreSQL cancelled a statement (SQLSTATE
+// 57014: its statement_timeout ran out, or it was cancelled), for callers
+// that bound a query's time and fall back when it is up. SQLite has no
+// statement timeout: false.
+func IsQueryCanceled(err error) bool {
+	var pgErr pgdriver.Error
+	return errors.As(err, &pgErr) && pgErr.Field('C') == "57014"
+}
+
 // IsUnavailable tells whether err means the database cannot answer now but may
 // a moment later: it is down, restarting, failing over, out of connections or
 // resources, or too busy. This is the one place that knows the drivers' codes;

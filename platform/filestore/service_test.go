@@ -64,7 +64,7 @@ func forEach(t *testing.T, backends []backend, fn func(t *testing.T, s *filestor
 			t.Run(be.name, func(t *testing.T) {
 				b := be.open(t)
 				s := filestore.New(bdb, b, filestore.Options{
-					BaseURL: "http://api.test", MaxBytes: 1 << 20, URLTTL: time.Minute,
+					BaseURL: "http://api.test", Path: "/system/v1/files", MaxBytes: 1 << 20, URLTTL: time.Minute,
 					Signer: auth.NewSigner([]byte("test")),
 				})
 				fn(t, s, b, be, bdb)

@@ -118,6 +118,8 @@ func headAsGet(e *gin.Engine) gin.HandlerFunc {
 			c.Next()
 			return
 		}
+		// gin has set Allow for a 405 before this chain runs; the GET answers.
+		c.Writer.Header().Del("Allow")
 		r := c.Request.Clone(context.WithValue(c.Request.Context(), headKey{}, true))
 		r.Method = http.MethodGet
 		c.Request = r

@@ -100,6 +100,11 @@ func TestEngine_200_HEADAnswersTheGETsHeadersWithoutBody(t *testing.T) {
 	if res.Header.Get("ETag") != `"v1"` || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") || res.Header.Get(httpx.HeaderRequestID) == "" {
 		t.Fatalf("HEAD lacks the GET's headers: %v", res.Header)
 	}
+	// gin's method-not-allowed lookup sets Allow before the HEAD becomes a
+	// GET; a 200 must not carry the 405's header.
+	if allow := res.Header.Get("Allow"); allow != "" {
+		t.Fatalf("HEAD answered 200 with the 405's Allow %q", allow)
+	}
 	if *bodies != 0 {
 		t.Fatalf("the handler did not see IsHead")
 	}

@@ -140,3 +140,40 @@ func TestSettingsReadBackAsSent(t *testing.T) {
 		t.Fatalf("logger level %s", m.Logger().GetLevel())
 	}
 }
+
+// TestFollowerTakesTheLeadersSettings: a follower starts with the leader's
+// settings, takes every later change, and its entries keep its own module name.
+func TestFollowerTakesTheLeadersSettings(t *testing.T) {
+	var out bytes.Buffer
+	reg, err := NewRegistry(&out, "json", "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Module("system").Apply(Settings{Level: "warn", Filter: "files"}); err != nil {
+		t.Fatal(err)
+	}
+	reg.Follow("platform", "system")
+	plat := reg.Module("platform")
+	if got := plat.Settings(); got != (Settings{Level: "warn", Filter: "files"}) {
+		t.Fatalf("follower starts with %+v, want the leader's", got)
+	}
+	plat.Component("files").Info("hidden-below-warn")
+	if err := reg.Module("system").Apply(Settings{Level: "debug", Filter: "-cache"}); err != nil {
+		t.Fatal(err)
+	}
+	plat.Component("files").Debug("files-debug-shown")
+	plat.Component("cache").Debug("cache-filtered-out")
+	got := out.String()
+	if strings.Contains(got, "hidden-below-warn") || strings.Contains(got, "cache-filtered-out") {
+		t.Fatalf("the follower ignored the leader's settings: %s", got)
+	}
+	if !strings.Contains(got, "files-debug-shown") || !strings.Contains(got, `"module":"platform"`) {
+		t.Fatalf("the follower's entry is missing or renamed: %s", got)
+	}
+	if err := reg.Module("system").Apply(Settings{Level: "nonsense"}); err == nil {
+		t.Fatal("a bad level applied")
+	}
+	if got := plat.Settings(); got != (Settings{Level: "debug", Filter: "-cache"}) {
+		t.Fatalf("a refused change reached the follower: %+v", got)
+	}
+}

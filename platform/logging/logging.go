@@ -78,6 +78,25 @@ func (r *Registry) Module(name string) *Module {
 	return m
 }
 
+// Follow makes the logger named follower take the settings of the module
+// named leader, now and on every later Apply of the leader. The platform's
+// shared components (file store, cache, outbox, bus...) have no settings
+// route of their own; following a module puts them under that module's
+// runtime settings while their entries keep their own module name.
+func (r *Registry) Follow(follower, leader string) {
+	f, l := r.Module(follower), r.Module(leader)
+	if f == l {
+		return
+	}
+	l.mu.Lock()
+	l.followers = append(l.followers, f)
+	lvl, level, filter := l.logger.GetLevel(), l.level, l.filter
+	l.mu.Unlock()
+	f.mu.Lock()
+	f.set(lvl, level, filter)
+	f.mu.Unlock()
+}
+
 func (r *Registry) newFormatter() logrus.Formatter {
 	if r.format == "json" {
 		return &logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00"}
@@ -95,6 +114,8 @@ type Module struct {
 	// level is the level as an operator spelled it ("warn", not logrus's
 	// "warning"), so that what was set reads back unchanged.
 	level string
+	// followers take every setting applied to this module (Registry.Follow).
+	followers []*Module
 }
 
 // Name is the module's name.
@@ -134,12 +155,23 @@ func (m *Module) Apply(s Settings) error {
 		return err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.set(lvl, strings.ToLower(strings.TrimSpace(s.Level)), f)
+	followers := m.followers
+	m.mu.Unlock()
+	for _, fl := range followers {
+		fl.mu.Lock()
+		fl.set(lvl, strings.ToLower(strings.TrimSpace(s.Level)), f)
+		fl.mu.Unlock()
+	}
+	return nil
+}
+
+// set installs validated settings; the caller holds m.mu.
+func (m *Module) set(lvl logrus.Level, level string, f Filter) {
 	m.logger.SetLevel(lvl)
-	m.level = strings.ToLower(strings.TrimSpace(s.Level))
+	m.level = level
 	m.filter = f
 	m.raw = f.String()
-	return nil
 }
 
 // Enabled tells whether a component of the module passes the filter.

@@ -19,6 +19,7 @@ import (
 func clearOtelEnv(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_TRACES_SAMPLER", "")
 }
 
 // TestOffWithoutEndpoint: no endpoint, no tracing, and every instrumentation
@@ -51,7 +52,7 @@ func TestExportsOverOTLPHTTP(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			clearOtelEnv(t)
 			recv := otlptest.Start(t)
-			cfg := config.Otel{ServiceName: "agritrade-" + how}
+			cfg := config.Otel{ServiceName: "agritrade-" + how, SampleRatio: 1}
 			if how == "config" {
 				cfg.Endpoint = recv.URL
 			} else {
@@ -148,4 +149,51 @@ func TestTransportCarriesTraceparent(t *testing.T) {
 	if want := "00-" + client.SpanContext().TraceID().String() + "-" + client.SpanContext().SpanID().String() + "-01"; got != want {
 		t.Fatalf("traceparent %q, want %q", got, want)
 	}
+}
+
+// TestSamplerIsParentBasedOnTheConfiguredRatio: at ratio 0 a new trace is not
+// recorded but a caller's sampled parent is continued; OTEL_TRACES_SAMPLER,
+// when set, replaces the ratio.
+func TestSamplerIsParentBasedOnTheConfiguredRatio(t *testing.T) {
+	sampledParent := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true,
+	}))
+	open := func(t *testing.T, ratio float64) *telemetry.Tracing {
+		t.Helper()
+		recv := otlptest.Start(t)
+		tr, err := telemetry.Open(context.Background(), config.Otel{Endpoint: recv.URL, SampleRatio: ratio}, "1")
+		if err != nil || !tr.Enabled() {
+			t.Fatalf("Open: %v %v", tr, err)
+		}
+		t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+		return tr
+	}
+	sampled := func(tr *telemetry.Tracing, ctx context.Context) bool {
+		_, span := tr.Tracer().Start(ctx, "work")
+		defer span.End()
+		return span.SpanContext().IsSampled()
+	}
+	t.Run("ratio_0", func(t *testing.T) {
+		clearOtelEnv(t)
+		tr := open(t, 0)
+		if sampled(tr, context.Background()) {
+			t.Error("a new trace was recorded at ratio 0")
+		}
+		if !sampled(tr, sampledParent) {
+			t.Error("a caller's sampled trace was not continued")
+		}
+	})
+	t.Run("ratio_1", func(t *testing.T) {
+		clearOtelEnv(t)
+		if !sampled(open(t, 1), context.Background()) {
+			t.Error("a new trace was not recorded at ratio 1")
+		}
+	})
+	t.Run("OTEL_TRACES_SAMPLER_wins", func(t *testing.T) {
+		clearOtelEnv(t)
+		t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+		if !sampled(open(t, 0), context.Background()) {
+			t.Error("OTEL_TRACES_SAMPLER=always_on did not replace ratio 0")
+		}
+	})
 }

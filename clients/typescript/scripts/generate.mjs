@@ -28,9 +28,11 @@ export async function fetchDocument() {
 }
 
 export async function render(doc) {
-  // The merged document's info.version is the build (git describe), which
-  // changes with every commit; the generated types must not.
-  doc = { ...doc, info: { ...doc.info, version: "merged" } };
+  // The merged document's x-build is the binary's build (git describe), which
+  // changes with every commit; the generated types must not. info.version (the
+  // modules' release versions) stays: it names the contract generated from.
+  const { "x-build": _build, ...info } = doc.info;
+  doc = { ...doc, info };
   const ast = await openapiTS(doc, {
     // Multipart file parts (format: binary) are Blobs in a FormData, not strings.
     transform(schema) {

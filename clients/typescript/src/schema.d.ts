@@ -1676,6 +1676,18 @@ export interface components {
             logging: components["schemas"]["LoggingSettings"];
         };
         /**
+         * @description A change of a module's runtime settings.
+         * @example {
+         *       "logging": {
+         *         "filter": "",
+         *         "level": "info"
+         *       }
+         *     }
+         */
+        AdminSettingsChange: {
+            logging: components["schemas"]["LoggingSettingsChange"];
+        };
+        /**
          * @description The seed's confirmation body with the settings now applied on every replica.
          * @example {
          *       "logging": {
@@ -2224,7 +2236,7 @@ export interface components {
             /** @description True: created as `draft` (visible to the owner organisation only); false: `active`. */
             isDraft: boolean;
             /** @description Location; null when not given. When given, `coordinates` (`lat` -90..90, `lon` -180..180) are required; `address` is optional, with `countryISO` an ISO 3166-1 alpha-2 code and `regionISO` an ISO 3166-2 code when given; text fields at most 200 characters. */
-            location: components["schemas"]["Location"] | (never | null);
+            location: components["schemas"]["LocationInput"] | (never | null);
             price: components["schemas"]["Price"];
             /** @description At most 20 tags of at most 50 characters (may be empty; duplicates are dropped). */
             tags: string[];
@@ -2315,7 +2327,7 @@ export interface components {
             files?: components["schemas"]["FileReference"][] | null;
             /** @description `false` publishes a draft (`draft` → `active`); `true` on an active listing: 409. */
             isDraft?: boolean;
-            location?: components["schemas"]["Location"] | (never | null);
+            location?: components["schemas"]["LocationInput"] | (never | null);
             price?: components["schemas"]["Price"];
             /** @description Replaces the whole properties object; validated as at creation for the listing's kind (not allowed for feed and bedding). */
             properties?: components["schemas"]["SheepProperties"] | components["schemas"]["CattleProperties"] | components["schemas"]["WorkingDogProperties"];
@@ -2418,14 +2430,32 @@ export interface components {
             /** @description Three-word address of the point (e.g. `apple.meadow.tractor`); empty when unknown. */
             threeWordAddress?: string;
         };
+        /** @description A location sent with a listing: `coordinates` are required; `address` and `threeWordAddress` are optional. */
+        LocationInput: {
+            address?: components["schemas"]["Address"];
+            coordinates: components["schemas"]["Coordinates"];
+            /** @description Three-word address of the point (e.g. `apple.meadow.tractor`). */
+            threeWordAddress?: string;
+        };
+        /** @description The log settings in force. */
         LoggingSettings: {
+            /** @description Comma-separated namespaces (feature names, e.g. `files,cache`) whose entries are logged; empty: all. */
+            filter: string;
+            /**
+             * @description Log level of the module.
+             * @enum {string}
+             */
+            level: "panic" | "fatal" | "error" | "warn" | "warning" | "info" | "debug" | "trace";
+        };
+        /** @description A change of log settings; what is left out keeps its value (at least one of the two). */
+        LoggingSettingsChange: {
             /** @description Comma-separated namespaces (feature names, e.g. `files,cache`) whose entries are logged; empty: all. */
             filter?: string;
             /**
              * @description Log level of the module.
              * @enum {string}
              */
-            level: "panic" | "fatal" | "error" | "warn" | "warning" | "info" | "debug" | "trace";
+            level?: "panic" | "fatal" | "error" | "warn" | "warning" | "info" | "debug" | "trace";
         };
         Message: {
             /**
@@ -3448,7 +3478,7 @@ export interface operations {
                  *       }
                  *     }
                  */
-                "application/json": components["schemas"]["AdminSettings"];
+                "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
         responses: {
@@ -4553,7 +4583,7 @@ export interface operations {
                  *       }
                  *     }
                  */
-                "application/json": components["schemas"]["AdminSettings"];
+                "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
         responses: {
@@ -5322,7 +5352,7 @@ export interface operations {
                  *       }
                  *     }
                  */
-                "application/json": components["schemas"]["AdminSettings"];
+                "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
         responses: {

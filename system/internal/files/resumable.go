@@ -40,6 +40,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/ids"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -127,6 +128,7 @@ func (r *Resumable) Create(ctx context.Context, p *auth.Principal, length int64,
 	if _, err := r.db.NewInsert().Model(row).Exec(ctx); err != nil {
 		return nil, err
 	}
+	logging.Ctx(ctx, r.log).WithFields(logrus.Fields{"upload": row.ID, "length": length, "bucket": in.Bucket}).Debug("resumable upload created")
 	return row, nil
 }
 
@@ -222,6 +224,7 @@ func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch 
 	}
 	row.Received += n
 	row.Parts++
+	logging.Ctx(ctx, r.log).WithFields(logrus.Fields{"upload": row.ID, "bytes": n, "offset": row.Received, "length": row.Length}).Debug("upload chunk stored")
 	return row, nil
 }
 
@@ -372,6 +375,7 @@ func (r *Resumable) finished(ctx context.Context, row *uploadRow, lease *lease, 
 	// The chunks have become the file: remove them now; the row stays until
 	// it expires, so that a HEAD still answers Upload-File-Id.
 	r.removeParts(ctx, row.ID, keys)
+	logging.Ctx(ctx, r.log).WithFields(logrus.Fields{"upload": row.ID, "file": rec.ID, "length": row.Length, "parts": len(keys) + 1}).Debug("resumable upload finished")
 	return row, nil
 }
 

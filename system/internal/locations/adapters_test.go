@@ -13,6 +13,9 @@ import (
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/agritrade/api/system/internal/locations"
+	"github.com/agritrade/api/system/internal/locations/gazetteer"
+	"github.com/agritrade/api/system/internal/locations/outside"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/uptrace/bun"
 )
 
@@ -82,14 +85,14 @@ func (f *fakeService) set(route func(r *http.Request) (int, string), delay time.
 	f.route, f.delay = route, delay
 }
 
-// outside configures the adapters against local servers: no pacing (its
+// outsideConfig configures the adapters against local servers: no pacing (its
 // timing is unit-tested with a fake clock) and a short timeout.
-func outside(provider string, mutate func(c *config.Config)) func(c *config.Config) {
+func outsideConfig(provider string, mutate func(c *config.Config)) func(c *config.Config) {
 	return func(c *config.Config) {
-		c.Locations.Provider = provider
-		c.Locations.MinInterval = 0
-		c.Locations.Timeout = 2 * time.Second
-		c.Locations.UserAgent = "AgriTrade-test/1.0 (tests@agritrade.example)"
+		c.Set("locations.provider", provider)
+		c.Set("locations.min_interval", 0)
+		c.Set("locations.timeout", 2*time.Second)
+		c.Set("locations.user_agent", "AgriTrade-test/1.0 (tests@agritrade.example)")
 		if mutate != nil {
 			mutate(c)
 		}
@@ -117,15 +120,15 @@ func nominatimRoute(r *http.Request) (int, string) {
 func TestNominatimAdapter(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		fake := newFakeService(t, nominatimRoute)
-		s := newServer(t, db, outside(locations.ProviderNominatim, func(c *config.Config) {
-			c.Locations.NominatimURL = fake.URL + "/"
-			c.Locations.Timeout = 300 * time.Millisecond
+		s := newServer(t, db, outsideConfig(locations.ProviderNominatim, func(c *config.Config) {
+			c.Set("locations.nominatim_url", fake.URL+"/")
+			c.Set("locations.timeout", 300*time.Millisecond)
 		}))
 		s.Run(t, []testkit.Scenario{
 			{Name: "200search", Req: get(search, "query", "Kendal", "countryISO", "gb"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
 				res := results(t, r)
-				if len(res) != 2 || res[0].ID != "R118362" || res[0].Text != "Kendal" || res[0].Type != locations.TypeAddress ||
-					res[0].Source != locations.SourceNominatim || res[0].Description != "Westmorland and Furness, England, United Kingdom" || res[1].ID != "W4313806" {
+				if len(res) != 2 || res[0].ID != "R118362" || res[0].Text != "Kendal" || res[0].Type != place.TypeAddress ||
+					res[0].Source != outside.SourceNominatim || res[0].Description != "Westmorland and Furness, England, United Kingdom" || res[1].ID != "W4313806" {
 					t.Fatalf("results %+v", res)
 				}
 				q := fake.request("/search").URL.Query()
@@ -160,7 +163,7 @@ func TestNominatimAdapter(t *testing.T) {
 				}
 			}},
 			{Name: "200gazetteerContainer", Req: get(search, "id", "pc:GB:SW1A"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
-				if res := results(t, r); len(res) != 3 || res[0].Source != locations.SourceGazetteer {
+				if res := results(t, r); len(res) != 3 || res[0].Source != gazetteer.SourceGazetteer {
 					t.Fatalf("results %+v", res)
 				}
 			}},
@@ -201,12 +204,12 @@ func photonRoute(r *http.Request) (int, string) {
 func TestPhotonAdapter(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		fake := newFakeService(t, photonRoute)
-		s := newServer(t, db, outside(locations.ProviderPhoton, func(c *config.Config) { c.Locations.PhotonURL = fake.URL }))
+		s := newServer(t, db, outsideConfig(locations.ProviderPhoton, func(c *config.Config) { c.Set("locations.photon_url", fake.URL) }))
 		var kendal string
 		s.Run(t, []testkit.Scenario{
 			{Name: "200searchCountryFiltered", Req: get(search, "query", "Kendal", "countryISO", "GB", "limit", "5"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
 				res := results(t, r)
-				if len(res) != 2 || res[0].Text != "Kendal" || res[1].Text != "Kendal Road" || res[0].Source != locations.SourcePhoton {
+				if len(res) != 2 || res[0].Text != "Kendal" || res[1].Text != "Kendal Road" || res[0].Source != outside.SourcePhoton {
 					t.Fatalf("results %+v, want the two GB features", res)
 				}
 				if res[0].ID != "R118362@54.32807,-2.74629" || res[1].Description != "Kendal, Westmorland and Furness, United Kingdom" {
@@ -266,9 +269,9 @@ func threeWordRoute(r *http.Request) (int, string) {
 func TestThreeWordAdapter(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		fake := newFakeService(t, threeWordRoute)
-		s := newServer(t, db, outside(locations.ProviderGazetteer, func(c *config.Config) {
-			c.Locations.ThreeWordURL = fake.URL
-			c.Locations.ThreeWordKey = threeWordKey
+		s := newServer(t, db, outsideConfig(locations.ProviderGazetteer, func(c *config.Config) {
+			c.Set("locations.three_word_url", fake.URL)
+			c.Set("locations.three_word_key", threeWordKey)
 		}))
 		s.Run(t, []testkit.Scenario{
 			{Name: "200words", Req: get(byWords, "query", "///orchard.lantern.hedgehog"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
@@ -312,9 +315,9 @@ func TestThreeWordAdapter(t *testing.T) {
 
 func TestThreeWordAdapterBadKey(t *testing.T) {
 	fake := newFakeService(t, threeWordRoute)
-	s := newServer(t, testkit.DB(t, testkit.SQLite), outside(locations.ProviderGazetteer, func(c *config.Config) {
-		c.Locations.ThreeWordURL = fake.URL
-		c.Locations.ThreeWordKey = "wrong-key"
+	s := newServer(t, testkit.DB(t, testkit.SQLite), outsideConfig(locations.ProviderGazetteer, func(c *config.Config) {
+		c.Set("locations.three_word_url", fake.URL)
+		c.Set("locations.three_word_key", "wrong-key")
 	}))
 	s.Run(t, []testkit.Scenario{
 		// A bad key is the operator's fault: 503, never a 4xx blaming the client.
@@ -333,7 +336,7 @@ func TestThreeWordAdapterBadKey(t *testing.T) {
 
 func TestUnknownProvider(t *testing.T) {
 	cfg := config.Default()
-	cfg.Locations.Provider = "carrier-pigeon"
+	cfg.Set("locations.provider", "carrier-pigeon")
 	if _, err := locations.NewService(cfg, testkit.DB(t, testkit.SQLite), nil, nil); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
 		t.Fatalf("err %v, want the bad provider named", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/ratelimit"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/gin-gonic/gin"
 )
 
@@ -27,11 +28,11 @@ type handler struct{ svc *Service }
 
 func (h *handler) search(c *gin.Context) error {
 	q := httpx.NewQuery(c)
-	limit, offset := q.Int("limit", DefaultLimit), q.Int("offset", 0)
+	limit, offset := q.Int("limit", place.DefaultLimit), q.Int("offset", 0)
 	if err := q.Err(); err != nil {
 		return err
 	}
-	sq, err := NewSearchQuery(q.String("query"), q.String("id"), q.String("countryISO"), limit, offset)
+	sq, err := place.NewSearchQuery(q.String("query"), q.String("id"), q.String("countryISO"), limit, offset)
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func (h *handler) byAddressID(c *gin.Context) error {
 func (h *handler) byCoordinates(c *gin.Context) error {
 	q := httpx.NewQuery(c)
 	// A missing value reads as 0, which is in range: it is reported once, as required.
-	point := NewCoordinates(q.RequiredFloat("lat"), q.RequiredFloat("lon"), q.Fields())
+	point := place.NewCoordinates(q.RequiredFloat("lat"), q.RequiredFloat("lon"), q.Fields())
 	if err := q.Err(); err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@ import (
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/agritrade/api/system"
-	"github.com/agritrade/api/system/internal/locations"
+	"github.com/agritrade/api/system/internal/locations/gazetteer"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/uptrace/bun"
 )
 
@@ -42,16 +43,16 @@ func get(path string, params ...string) testkit.Request {
 	return testkit.Request{Method: http.MethodGet, Path: path}
 }
 
-func results(t *testing.T, r *testkit.Response) []locations.SearchResult {
+func results(t *testing.T, r *testkit.Response) []place.SearchResult {
 	t.Helper()
-	var out []locations.SearchResult
+	var out []place.SearchResult
 	r.Decode(t, &out)
 	return out
 }
 
-func location(t *testing.T, r *testkit.Response) locations.Location {
+func location(t *testing.T, r *testkit.Response) place.Location {
 	t.Helper()
-	var out locations.Location
+	var out place.Location
 	r.Decode(t, &out)
 	return out
 }
@@ -64,7 +65,7 @@ func first(text, typ string) func(t *testing.T, r *testkit.Response) {
 		if len(res) == 0 {
 			t.Fatalf("no results, want %s first", text)
 		}
-		if res[0].Text != text || res[0].Type != typ || res[0].Source != locations.SourceGazetteer {
+		if res[0].Text != text || res[0].Type != typ || res[0].Source != gazetteer.SourceGazetteer {
 			t.Fatalf("first result %+v, want %s of type %s from the gazetteer", res[0], text, typ)
 		}
 		if n, _ := strconv.Atoi(r.Header.Get("X-Total-Count")); n != len(res) {
@@ -89,13 +90,13 @@ func TestSearch(t *testing.T) {
 		s := newServer(t, db)
 		s.Run(t, []testkit.Scenario{
 			{Name: "200placeIsLocality", Req: get(search, "query", "kendal"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
-				first("Kendal", locations.TypeLocality)(t, r)
+				first("Kendal", place.TypeLocality)(t, r)
 				if d := results(t, r)[0].Description; d != "Cumbria, United Kingdom - 2 postcodes" {
 					t.Fatalf("description %q", d)
 				}
 			}},
 			{Name: "200prefixMostPopulousFirst", Req: get(search, "query", "Newc"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
-				first("Newcastle upon Tyne", locations.TypeLocality)(t, r)
+				first("Newcastle upon Tyne", place.TypeLocality)(t, r)
 				var names []string
 				for _, x := range results(t, r) {
 					names = append(names, x.Text)
@@ -116,27 +117,27 @@ func TestSearch(t *testing.T) {
 					t.Fatalf("results %+v, want Ashford in Kent then in Wicklow", res)
 				}
 			}},
-			{Name: "200accentsFolded", Req: get(search, "query", "dun laoghaire"), Status: 200, Check: first("Dún Laoghaire", locations.TypeLocality)},
-			{Name: "200typoDeletion", Req: get(search, "query", "Manchestr"), Status: 200, Check: first("Manchester", locations.TypeLocality)},
-			{Name: "200typoTransposition", Req: get(search, "query", "Edinbrugh"), Status: 200, Check: first("Edinburgh", locations.TypeLocality)},
-			{Name: "200typoSubstitutionEarly", Req: get(search, "query", "Kwndal"), Status: 200, Check: first("Kendal", locations.TypeLocality)},
-			{Name: "200typoInsertion", Req: get(search, "query", "Aberystwythh"), Status: 200, Check: first("Aberystwyth", locations.TypeLocality)},
-			{Name: "200typoShortName", Req: get(search, "query", "Yrok"), Status: 200, Check: first("York", locations.TypeLocality)},
-			{Name: "200typoInPrefix", Req: get(search, "query", "Cirencst"), Status: 200, Check: first("Cirencester", locations.TypeLocality)},
+			{Name: "200accentsFolded", Req: get(search, "query", "dun laoghaire"), Status: 200, Check: first("Dún Laoghaire", place.TypeLocality)},
+			{Name: "200typoDeletion", Req: get(search, "query", "Manchestr"), Status: 200, Check: first("Manchester", place.TypeLocality)},
+			{Name: "200typoTransposition", Req: get(search, "query", "Edinbrugh"), Status: 200, Check: first("Edinburgh", place.TypeLocality)},
+			{Name: "200typoSubstitutionEarly", Req: get(search, "query", "Kwndal"), Status: 200, Check: first("Kendal", place.TypeLocality)},
+			{Name: "200typoInsertion", Req: get(search, "query", "Aberystwythh"), Status: 200, Check: first("Aberystwyth", place.TypeLocality)},
+			{Name: "200typoShortName", Req: get(search, "query", "Yrok"), Status: 200, Check: first("York", place.TypeLocality)},
+			{Name: "200typoInPrefix", Req: get(search, "query", "Cirencst"), Status: 200, Check: first("Cirencester", place.TypeLocality)},
 			{Name: "200nothing", Req: get(search, "query", "Qqqqzzzz"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
 				if res := results(t, r); len(res) != 0 || r.Header.Get("X-Total-Count") != "0" {
 					t.Fatalf("results %+v for gibberish", res)
 				}
 			}},
 			{Name: "200fullPostcode", Req: get(search, "query", "SW1A 1AA"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
-				first("SW1A 1AA", locations.TypeAddress)(t, r)
+				first("SW1A 1AA", place.TypeAddress)(t, r)
 				if res := results(t, r); len(res) != 1 || res[0].ID != "pc:GB:SW1A1AA" {
 					t.Fatalf("results %+v", res)
 				}
 			}},
-			{Name: "200postcodeNoSpaceLowerCase", Req: get(search, "query", "sw1a1aa"), Status: 200, Check: first("SW1A 1AA", locations.TypeAddress)},
+			{Name: "200postcodeNoSpaceLowerCase", Req: get(search, "query", "sw1a1aa"), Status: 200, Check: first("SW1A 1AA", place.TypeAddress)},
 			{Name: "200districtIsContainer", Req: get(search, "query", "SW1A"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
-				first("SW1A", locations.TypePostcode)(t, r)
+				first("SW1A", place.TypePostcode)(t, r)
 				if d := results(t, r)[0].Description; d != "London, Westminster - 3 addresses" {
 					t.Fatalf("description %q", d)
 				}
@@ -147,9 +148,9 @@ func TestSearch(t *testing.T) {
 					t.Fatalf("results %+v, want LA22 and LA23", res)
 				}
 			}},
-			{Name: "200unknownUnitFindsDistrict", Req: get(search, "query", "SW1A 9ZZ"), Status: 200, Check: first("SW1A", locations.TypePostcode)},
+			{Name: "200unknownUnitFindsDistrict", Req: get(search, "query", "SW1A 9ZZ"), Status: 200, Check: first("SW1A", place.TypePostcode)},
 			{Name: "200eircodeRoutingKey", Req: get(search, "query", "d02"), Status: 200, Check: func(t *testing.T, r *testkit.Response) {
-				first("D02", locations.TypeAddress)(t, r)
+				first("D02", place.TypeAddress)(t, r)
 				if d := results(t, r)[0].Description; d != "Dublin, Dublin, Ireland" {
 					t.Fatalf("description %q", d)
 				}
@@ -175,7 +176,7 @@ func TestTwoStepSearch(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
 		s := newServer(t, db)
 		district := results(t, s.Do(get(search, "query", "sw1a")))[0]
-		if district.Type != locations.TypePostcode {
+		if district.Type != place.TypePostcode {
 			t.Fatalf("SW1A is %+v, want a postcode container", district)
 		}
 		r := s.Do(get(search, "id", district.ID))
@@ -185,7 +186,7 @@ func TestTwoStepSearch(t *testing.T) {
 		}
 		want := []string{"SW1A 0AA", "SW1A 1AA", "SW1A 2AA"}
 		for i, c := range content {
-			if c.Type != locations.TypeAddress || c.Text != want[i] {
+			if c.Type != place.TypeAddress || c.Text != want[i] {
 				t.Fatalf("content[%d] %+v, want address %s", i, c, want[i])
 			}
 			r := s.Do(get("/system/v1/locations/address", "id", c.ID, "source", c.Source))

@@ -11,6 +11,8 @@ import (
 
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/agritrade/api/system/internal/locations"
+	"github.com/agritrade/api/system/internal/locations/gazetteer"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -76,7 +78,7 @@ func TestImportPlaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Format != locations.FormatPlaces || st.Imported != 2502 || st.Skipped != skipped || st.Invalid != 3 || len(st.FirstErrors) != 3 {
+		if st.Format != gazetteer.FormatPlaces || st.Imported != 2502 || st.Skipped != skipped || st.Invalid != 3 || len(st.FirstErrors) != 3 {
 			t.Fatalf("stats %+v", st)
 		}
 		if st.Places != 2502+715 || st.RowsPerSecond() <= 0 {
@@ -96,7 +98,7 @@ func TestImportPlaces(t *testing.T) {
 			t.Fatalf("results %+v, want Genby 00000 to 00009", res)
 		}
 		for _, r := range res {
-			if !strings.HasPrefix(r.Text, "Genby 0000") || r.Description != "England, United Kingdom" || r.Type != locations.TypeAddress {
+			if !strings.HasPrefix(r.Text, "Genby 0000") || r.Description != "England, United Kingdom" || r.Type != place.TypeAddress {
 				t.Fatalf("result %+v", r)
 			}
 		}
@@ -130,26 +132,26 @@ func TestImportPostcodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Format != locations.FormatPostcodes || st.Imported != 7 || st.Invalid != 2 {
+		if st.Format != gazetteer.FormatPostcodes || st.Imported != 7 || st.Invalid != 2 {
 			t.Fatalf("stats %+v", st)
 		}
 		// CA10 exists as a container of its five postcodes...
 		res := results(t, s.Do(get(search, "query", "ca10")))
-		if len(res) != 6 || res[0].Text != "CA10" || res[0].Type != locations.TypePostcode || res[0].Description != "Penrith, England - 5 addresses" {
+		if len(res) != 6 || res[0].Text != "CA10" || res[0].Type != place.TypePostcode || res[0].Description != "Penrith, England - 5 addresses" {
 			t.Fatalf("results %+v", res)
 		}
 		// ...inside the locality Penrith, next to the seeded CA11.
 		penrith := results(t, s.Do(get(search, "query", "Penrith")))[0]
-		if penrith.Type != locations.TypeLocality || !strings.HasSuffix(penrith.Description, "2 postcodes") {
+		if penrith.Type != place.TypeLocality || !strings.HasSuffix(penrith.Description, "2 postcodes") {
 			t.Fatalf("Penrith %+v", penrith)
 		}
 		// LA9 now holds its first full postcode.
-		if la9 := results(t, s.Do(get(search, "query", "LA9"))); la9[0].Type != locations.TypePostcode || !strings.HasSuffix(la9[0].Description, "1 address") {
+		if la9 := results(t, s.Do(get(search, "query", "LA9"))); la9[0].Type != place.TypePostcode || !strings.HasSuffix(la9[0].Description, "1 address") {
 			t.Fatalf("LA9 %+v", la9)
 		}
 		// A code without hierarchy is an address of its own, region from the dump.
 		paris := results(t, s.Do(get(search, "query", "75001", "countryISO", "FR")))
-		if len(paris) != 1 || paris[0].Type != locations.TypeAddress || paris[0].Description != "Paris, Île-de-France, France" {
+		if len(paris) != 1 || paris[0].Type != place.TypeAddress || paris[0].Description != "Paris, Île-de-France, France" {
 			t.Fatalf("75001 %+v", paris)
 		}
 		loc := location(t, s.Do(get(byID, "id", paris[0].ID)))
@@ -199,17 +201,17 @@ func FuzzParsePlaceLine(f *testing.F) {
 	f.Add(placeLine(1, "Hill", 10, 10, "T", "HLL", "XX", "", 0))
 	f.Add("1\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
 	f.Fuzz(func(t *testing.T, line string) {
-		row, keep, err := locations.ParsePlaceLine(strings.Split(line, "\t"))
+		row, keep, err := gazetteer.ParsePlaceLine(strings.Split(line, "\t"))
 		if err != nil || !keep {
 			return
 		}
-		if row.ID == "" || row.Name == "" || locations.Normalize(row.Name) == "" {
+		if row.ID == "" || row.Name == "" || place.Normalize(row.Name) == "" {
 			t.Fatalf("kept a place without id or name from %q", line)
 		}
 		if row.Lat < -90 || row.Lat > 90 || row.Lon < -180 || row.Lon > 180 {
 			t.Fatalf("kept a place off the globe from %q", line)
 		}
-		if _, ok := locations.CountryCode(row.CountryISO); !ok || row.Population < 0 {
+		if _, ok := place.CountryCode(row.CountryISO); !ok || row.Population < 0 {
 			t.Fatalf("kept bad country or population from %q", line)
 		}
 	})
@@ -221,7 +223,7 @@ func FuzzParsePostcodeLine(f *testing.F) {
 	f.Add(postcodeLine("DE", "10115", "Berlin", "Berlin", "16", 52.5323, 13.3846))
 	f.Add("GB\t\t\t\t\t\t\t\t\t\t\t")
 	f.Fuzz(func(t *testing.T, line string) {
-		row, err := locations.ParsePostcodeLine(strings.Split(line, "\t"))
+		row, err := gazetteer.ParsePostcodeLine(strings.Split(line, "\t"))
 		if err != nil {
 			return
 		}

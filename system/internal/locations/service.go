@@ -10,6 +10,9 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/logging"
+	"github.com/agritrade/api/system/internal/locations/gazetteer"
+	"github.com/agritrade/api/system/internal/locations/outside"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -23,16 +26,16 @@ const (
 
 // Service routes the four lookups to the configured providers.
 type Service struct {
-	store *Store
+	store *gazetteer.Store
 	// primary answers searches, reverse lookups and ids without a source.
-	primary Provider
+	primary place.Provider
 	// bySource holds every provider an id may name (the gazetteer always).
-	bySource map[string]Provider
+	bySource map[string]place.Provider
 	// words resolves three-word addresses: the three-word service when a key
 	// is configured, else the gazetteer's stored ones.
-	words ThreeWordProvider
+	words place.ThreeWordProvider
 	// namer adds the three-word address to reverse lookups, when configured.
-	namer ThreeWordNamer
+	namer place.ThreeWordNamer
 	log   logrus.FieldLogger
 }
 
@@ -41,31 +44,36 @@ type Service struct {
 // service on. transport carries the calls to outside services (nil: the
 // default; the platform passes its tracing transport).
 func NewService(cfg *config.Config, bdb *bun.DB, log logrus.FieldLogger, transport http.RoundTripper) (*Service, error) {
-	lc := cfg.Locations
-	store := NewStore(bdb)
-	gaz := NewGazetteer(store, lc.MaxDistanceKm)
-	s := &Service{store: store, primary: gaz, bySource: map[string]Provider{gaz.Source(): gaz}, words: gaz, log: log}
-	client := newOutside(lc, cfg.BaseURL)
-	client.client.Transport = transport
+	lc, err := ReadConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	store := gazetteer.NewStore(bdb)
+	gaz := gazetteer.NewGazetteer(store, lc.MaxDistanceKm)
+	s := &Service{store: store, primary: gaz, bySource: map[string]place.Provider{gaz.Source(): gaz}, words: gaz, log: log}
+	client := outside.NewClient(lc.ClientConfig, cfg.BaseURL, transport)
 	switch strings.ToLower(strings.TrimSpace(lc.Provider)) {
 	case "", ProviderGazetteer:
 	case ProviderNominatim:
-		s.primary = NewNominatim(lc.NominatimURL, client)
+		s.primary = outside.NewNominatim(lc.NominatimURL, client)
 	case ProviderPhoton:
-		s.primary = NewPhoton(lc.PhotonURL, client)
+		s.primary = outside.NewPhoton(lc.PhotonURL, client)
 	default:
 		return nil, fmt.Errorf("locations.provider %q: want gazetteer, nominatim or photon", lc.Provider)
 	}
 	s.bySource[s.primary.Source()] = s.primary
 	if lc.ThreeWordKey != "" {
-		tw := NewThreeWordService(lc.ThreeWordURL, lc.ThreeWordKey, s.primary, client)
+		tw := outside.NewThreeWordService(lc.ThreeWordURL, lc.ThreeWordKey, s.primary, client)
 		s.words, s.namer = tw, tw
 	}
 	return s, nil
 }
 
-// Store is the gazetteer's store (seeding and imports).
-func (s *Service) Store() *Store { return s.store }
+// Seed loads the gazetteer's seed when it is not there yet or has changed.
+func (s *Service) Seed(ctx context.Context) error { return gazetteer.Seed(ctx, s.store) }
+
+// NewImporter builds an importer of GeoNames dumps into the gazetteer.
+func (s *Service) NewImporter() *gazetteer.Importer { return gazetteer.NewImporter(s.store) }
 
 // Sources lists the provider names an address id may carry, sorted.
 func (s *Service) Sources() []string {
@@ -79,7 +87,7 @@ func (s *Service) Sources() []string {
 
 // Search answers a search: a container's content from the provider that owns
 // its id, free text from the primary provider.
-func (s *Service) Search(ctx context.Context, q SearchQuery) ([]SearchResult, int, error) {
+func (s *Service) Search(ctx context.Context, q place.SearchQuery) ([]place.SearchResult, int, error) {
 	p := s.primary
 	if q.Container != "" {
 		p = s.owner(q.Container)
@@ -92,11 +100,11 @@ func (s *Service) Search(ctx context.Context, q SearchQuery) ([]SearchResult, in
 
 // ByAddressID resolves an address id with the provider named by source, or
 // else the one that owns the id. An unknown source is a validation error.
-func (s *Service) ByAddressID(ctx context.Context, id, source string) (*Location, error) {
+func (s *Service) ByAddressID(ctx context.Context, id, source string) (*place.Location, error) {
 	var f apierr.Fields
 	f.Required("id", id)
-	f.MaxLen("id", id, maxTextLength)
-	var p Provider
+	f.MaxLen("id", id, place.MaxTextLength)
+	var p place.Provider
 	if source != "" {
 		var ok bool
 		if p, ok = s.bySource[strings.ToLower(source)]; !ok {
@@ -116,7 +124,7 @@ func (s *Service) ByAddressID(ctx context.Context, id, source string) (*Location
 
 // ByCoordinates answers the location nearest a valid point, with its
 // three-word address when a three-word service is configured.
-func (s *Service) ByCoordinates(ctx context.Context, c Coordinates) (*Location, error) {
+func (s *Service) ByCoordinates(ctx context.Context, c place.Coordinates) (*place.Location, error) {
 	loc, err := s.primary.Reverse(ctx, c)
 	if err != nil {
 		return nil, err
@@ -134,15 +142,15 @@ func (s *Service) ByCoordinates(ctx context.Context, c Coordinates) (*Location, 
 }
 
 // ByThreeWords resolves a three-word address.
-func (s *Service) ByThreeWords(ctx context.Context, raw string) (*Location, error) {
-	w, err := ParseThreeWords(raw)
+func (s *Service) ByThreeWords(ctx context.Context, raw string) (*place.Location, error) {
+	w, err := place.ParseThreeWords(raw)
 	if err != nil {
 		return nil, err
 	}
 	return s.words.ThreeWords(ctx, w)
 }
 
-func (s *Service) owner(id string) Provider {
+func (s *Service) owner(id string) place.Provider {
 	if s.primary.Owns(id) {
 		return s.primary
 	}

@@ -97,75 +97,126 @@ var (
 
 // ParseDataset reads the data files of fsys and checks them whole: unique ids,
 // references that resolve, codes of the right form. A mistake in the data fails
-// the start-up (and the tests) instead of serving a broken document.
+// the start-up (and the tests) instead of serving a broken document. Every file
+// is read and checked even after an earlier one failed, so one run reports every
+// mistake.
 func ParseDataset(fsys fs.FS) (*Dataset, error) {
-	d := &Dataset{Measures: map[int][]Measure{}}
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
+	p := &datasetParser{d: &Dataset{Measures: map[int][]Measure{}}}
 	version := sha256.New()
-	read := func(name string, v any) {
-		b, err := fs.ReadFile(fsys, name)
+	for _, f := range datasetFiles {
+		raw, err := fs.ReadFile(fsys, f.name)
 		if err != nil {
-			fail("%s: %v", name, err)
-			return
+			p.fail("%s: %v", f.name, err)
+		} else {
+			version.Write([]byte(f.name))
+			version.Write(raw)
 		}
-		version.Write([]byte(name))
-		version.Write(b)
-		if v == nil {
-			return
+		if f.parse != nil {
+			if err == nil {
+				f.parse(p, raw)
+			}
+			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil {
-			fail("%s: %v", name, err)
+		if err == nil {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(f.into(p)); err != nil {
+				p.fail("%s: %v", f.name, err)
+			}
 		}
+		// The check runs on whatever was decoded: a field of the wrong type
+		// does not hide the mistakes of the others.
+		f.check(p)
 	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	p.d.Version = hex.EncodeToString(version.Sum(nil))
+	return p.d, nil
+}
 
-	read("countries.json", &d.Countries)
-	countries := map[string]bool{}
-	for _, c := range d.Countries {
-		if !isoAlpha2.MatchString(c.ISO) || !isoAlpha3.MatchString(c.ISO3) || countries[c.ISO] {
-			fail("countries.json: bad or duplicate code %q/%q", c.ISO, c.ISO3)
+// datasetFile is one data file and its check. A JSON file decodes into the
+// value into returns, then check validates it against the files before it; a
+// file of another format has parse, which reads the raw bytes itself.
+type datasetFile struct {
+	name  string
+	into  func(*datasetParser) any
+	check func(*datasetParser)
+	parse func(*datasetParser, []byte)
+}
+
+// datasetFiles lists the data files in the order they are checked: a file
+// refers only to files above it. The order is also that of the version hash,
+// so changing it reseeds every database once.
+var datasetFiles = []datasetFile{
+	{name: "countries.json", into: func(p *datasetParser) any { return &p.d.Countries }, check: (*datasetParser).checkCountries},
+	{name: "regions.csv", parse: (*datasetParser).parseRegions},
+	{name: "specifications.json", into: func(p *datasetParser) any { return &p.specs }, check: (*datasetParser).checkSpecifications},
+	{name: "commodities.json", into: func(p *datasetParser) any { return &p.commodities }, check: (*datasetParser).checkCommodities},
+	{name: "trading.json", into: func(p *datasetParser) any { return &p.d.Trading }, check: (*datasetParser).checkTrading},
+	{name: "conversions.json", into: func(p *datasetParser) any { return &p.d.Conversions }, check: (*datasetParser).checkConversions},
+	{name: "seller_commodities.json", into: func(p *datasetParser) any { return &p.d.SellerCommodities }, check: (*datasetParser).checkSellerCommodities},
+}
+
+// datasetParser carries the dataset being built and the indexes one file's
+// check leaves for the files after it.
+type datasetParser struct {
+	d    *Dataset
+	errs []error
+
+	specs       fileSpecs
+	commodities fileCommodities
+
+	countries map[string]bool        // country ISO codes
+	sets      map[string][]Measure   // specification sets by name
+	items     map[int]*CommodityItem // commodity items by id
+	grades    map[int]int            // grade id → item id
+}
+
+func (p *datasetParser) fail(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf(format, args...))
+}
+
+func (p *datasetParser) checkCountries() {
+	p.countries = map[string]bool{}
+	for _, c := range p.d.Countries {
+		if !isoAlpha2.MatchString(c.ISO) || !isoAlpha3.MatchString(c.ISO3) || p.countries[c.ISO] {
+			p.fail("countries.json: bad or duplicate code %q/%q", c.ISO, c.ISO3)
 		}
 		if c.Name == "" || c.Currency == "" || !strings.HasPrefix(c.CallingCode, "+") || c.Locale == "" || c.Continent == "" || c.ZoneDescriptor == "" {
-			fail("countries.json: %s lacks a name, currency, calling code, locale, continent or zone descriptor", c.ISO)
+			p.fail("countries.json: %s lacks a name, currency, calling code, locale, continent or zone descriptor", c.ISO)
 		}
 		if c.DefaultWeight.Name == "" || c.DefaultWeight.Conversion <= 0 {
-			fail("countries.json: %s has no default weight", c.ISO)
+			p.fail("countries.json: %s has no default weight", c.ISO)
 		}
-		countries[c.ISO] = true
+		p.countries[c.ISO] = true
 	}
+}
 
-	regionsCSV, err := fs.ReadFile(fsys, "regions.csv")
+func (p *datasetParser) parseRegions(raw []byte) {
+	regions, err := parseRegions(raw, p.countries)
+	p.d.Regions = regions
 	if err != nil {
-		fail("regions.csv: %v", err)
-	} else {
-		version.Write([]byte("regions.csv"))
-		version.Write(regionsCSV)
-		d.Regions, err = parseRegions(regionsCSV, countries)
-		if err != nil {
-			errs = append(errs, err)
-		}
+		p.errs = append(p.errs, err)
 	}
+}
 
-	var specs fileSpecs
-	read("specifications.json", &specs)
+func (p *datasetParser) checkSpecifications() {
 	scale := map[int]fileSpec{}
-	for _, s := range specs.Specifications {
+	for _, s := range p.specs.Specifications {
 		if s.ID <= 0 || scale[s.ID].ID != 0 || s.Name == "" || s.Unit == "" || s.ScaleMin >= s.ScaleMax {
-			fail("specifications.json: bad specification %+v", s)
+			p.fail("specifications.json: bad specification %+v", s)
 		}
 		scale[s.ID] = s
-		d.Specifications = append(d.Specifications, s.SpecUnit)
+		p.d.Specifications = append(p.d.Specifications, s.SpecUnit)
 	}
-	sets := map[string][]Measure{}
-	for name, ms := range specs.Sets {
+	p.sets = map[string][]Measure{}
+	for name, ms := range p.specs.Sets {
 		seen := map[int]bool{}
 		for _, m := range ms {
 			s, ok := scale[m.Spec]
 			if !ok || seen[m.Spec] || (m.Min == nil && m.Max == nil) {
-				fail("specifications.json: set %s: bad measure of specification %d", name, m.Spec)
+				p.fail("specifications.json: set %s: bad measure of specification %d", name, m.Spec)
 				continue
 			}
 			seen[m.Spec] = true
@@ -177,122 +228,137 @@ func ParseDataset(fsys fs.FS) (*Dataset, error) {
 				hi = *m.Max
 			}
 			if lo > hi || lo < s.ScaleMin || hi > s.ScaleMax {
-				fail("specifications.json: set %s: range %v..%v of %s is outside its scale", name, lo, hi, s.Name)
+				p.fail("specifications.json: set %s: range %v..%v of %s is outside its scale", name, lo, hi, s.Name)
 			}
-			sets[name] = append(sets[name], Measure{Specification: s.SpecUnit, Min: lo, Max: hi})
+			p.sets[name] = append(p.sets[name], Measure{Specification: s.SpecUnit, Min: lo, Max: hi})
 		}
 	}
+}
 
-	var com fileCommodities
-	read("commodities.json", &com)
-	tags := map[int]IDName{}
-	for _, t := range com.Tags {
-		tags[t.ID] = t
+// commodityCheck holds what must be unique across the whole commodities file.
+type commodityCheck struct {
+	tags  map[int]IDName
+	types map[int]bool
+}
+
+func (p *datasetParser) checkCommodities() {
+	cc := commodityCheck{tags: map[int]IDName{}, types: map[int]bool{}}
+	for _, t := range p.commodities.Tags {
+		cc.tags[t.ID] = t
 	}
-	items, types, grades := map[int]*CommodityItem{}, map[int]bool{}, map[int]int{} // grade id → item id
+	p.items, p.grades = map[int]*CommodityItem{}, map[int]int{}
 	groupIDs := map[string]bool{}
-	for _, g := range com.Groups {
-		if g.ID == "" || groupIDs[g.ID] || !countries[g.CountryISO] || g.Type == "" || g.DefaultWeight.Conversion <= 0 || g.WeighbridgeWeight.Conversion <= 0 {
-			fail("commodities.json: bad group %q", g.ID)
+	for _, g := range p.commodities.Groups {
+		if g.ID == "" || groupIDs[g.ID] || !p.countries[g.CountryISO] || g.Type == "" || g.DefaultWeight.Conversion <= 0 || g.WeighbridgeWeight.Conversion <= 0 {
+			p.fail("commodities.json: bad group %q", g.ID)
 		}
 		groupIDs[g.ID] = true
 		c := Commodity{ID: g.ID, CountryISO: g.CountryISO, Type: g.Type, DefaultWeight: g.DefaultWeight, WeighbridgeWeight: g.WeighbridgeWeight, Items: []CommodityItem{}}
 		for _, it := range g.Items {
-			if it.ID <= 0 || items[it.ID] != nil || it.Name == "" || len(it.Types) == 0 {
-				fail("commodities.json: bad or duplicate item %d %q", it.ID, it.Name)
-			}
-			item := CommodityItem{ID: it.ID, Name: it.Name, Tags: []IDName{}, Weight: g.DefaultWeight, Types: []CommodityType{}}
-			if it.Weight != nil {
-				item.Weight = *it.Weight
-			}
-			for _, tid := range it.Tags {
-				t, ok := tags[tid]
-				if !ok {
-					fail("commodities.json: item %d has unknown tag %d", it.ID, tid)
-				}
-				item.Tags = append(item.Tags, t)
-			}
-			typeNames := map[string]bool{}
-			for _, ty := range it.Types {
-				if ty.ID <= 0 || types[ty.ID] || ty.Name == "" || typeNames[strings.ToLower(ty.Name)] || len(ty.Grades) == 0 {
-					fail("commodities.json: item %d: bad or duplicate type %d %q", it.ID, ty.ID, ty.Name)
-				}
-				types[ty.ID], typeNames[strings.ToLower(ty.Name)] = true, true
-				ct := CommodityType{ID: ty.ID, Name: ty.Name, Grades: []Grade{}}
-				gradeNames := map[string]bool{}
-				for _, gr := range ty.Grades {
-					if _, dup := grades[gr.ID]; gr.ID <= 0 || dup || gr.Name == "" || gradeNames[strings.ToLower(gr.Name)] {
-						fail("commodities.json: type %d: bad or duplicate grade %d %q", ty.ID, gr.ID, gr.Name)
-					}
-					grades[gr.ID], gradeNames[strings.ToLower(gr.Name)] = it.ID, true
-					ms, ok := sets[gr.Spec]
-					if !ok {
-						fail("commodities.json: grade %d names unknown specification set %q", gr.ID, gr.Spec)
-					}
-					d.Measures[gr.ID] = ms
-					vs, err := normaliseVarieties(gr.Varieties)
-					if err != nil {
-						fail("commodities.json: grade %d: %v", gr.ID, err)
-					}
-					ct.Grades = append(ct.Grades, Grade{ID: gr.ID, Name: gr.Name, Varieties: vs})
-				}
-				item.Types = append(item.Types, ct)
-			}
-			items[it.ID] = &item
+			item := p.commodityItem(&cc, g, it)
+			p.items[it.ID] = &item
 			c.Items = append(c.Items, item)
 		}
-		d.Commodities = append(d.Commodities, c)
+		p.d.Commodities = append(p.d.Commodities, c)
 	}
+}
 
-	read("trading.json", &d.Trading)
-	checkReasons := func(kind string, rs []Reason) {
-		seen := map[int]bool{}
-		for _, r := range rs {
-			if r.ID <= 0 || seen[r.ID] || r.Description == "" {
-				fail("trading.json: %s: bad or duplicate reason %d", kind, r.ID)
-			}
-			seen[r.ID] = true
-		}
+func (p *datasetParser) commodityItem(cc *commodityCheck, g fileGroup, it fileItem) CommodityItem {
+	if it.ID <= 0 || p.items[it.ID] != nil || it.Name == "" || len(it.Types) == 0 {
+		p.fail("commodities.json: bad or duplicate item %d %q", it.ID, it.Name)
 	}
-	checkReasons("settlementDeductionReasons", d.Trading.SettlementDeductionReasons)
-	checkReasons("settlementBonusReasons", d.Trading.SettlementBonusReasons)
-	checkReasons("closeListingReasons", d.Trading.CloseListingReasons)
+	item := CommodityItem{ID: it.ID, Name: it.Name, Tags: []IDName{}, Weight: g.DefaultWeight, Types: []CommodityType{}}
+	if it.Weight != nil {
+		item.Weight = *it.Weight
+	}
+	for _, tid := range it.Tags {
+		t, ok := cc.tags[tid]
+		if !ok {
+			p.fail("commodities.json: item %d has unknown tag %d", it.ID, tid)
+		}
+		item.Tags = append(item.Tags, t)
+	}
+	typeNames := map[string]bool{}
+	for _, ty := range it.Types {
+		if ty.ID <= 0 || cc.types[ty.ID] || ty.Name == "" || typeNames[strings.ToLower(ty.Name)] || len(ty.Grades) == 0 {
+			p.fail("commodities.json: item %d: bad or duplicate type %d %q", it.ID, ty.ID, ty.Name)
+		}
+		cc.types[ty.ID], typeNames[strings.ToLower(ty.Name)] = true, true
+		ct := CommodityType{ID: ty.ID, Name: ty.Name, Grades: []Grade{}}
+		gradeNames := map[string]bool{}
+		for _, gr := range ty.Grades {
+			if _, dup := p.grades[gr.ID]; gr.ID <= 0 || dup || gr.Name == "" || gradeNames[strings.ToLower(gr.Name)] {
+				p.fail("commodities.json: type %d: bad or duplicate grade %d %q", ty.ID, gr.ID, gr.Name)
+			}
+			p.grades[gr.ID], gradeNames[strings.ToLower(gr.Name)] = it.ID, true
+			ct.Grades = append(ct.Grades, p.grade(gr))
+		}
+		item.Types = append(item.Types, ct)
+	}
+	return item
+}
+
+func (p *datasetParser) grade(gr fileGrade) Grade {
+	ms, ok := p.sets[gr.Spec]
+	if !ok {
+		p.fail("commodities.json: grade %d names unknown specification set %q", gr.ID, gr.Spec)
+	}
+	p.d.Measures[gr.ID] = ms
+	vs, err := normaliseVarieties(gr.Varieties)
+	if err != nil {
+		p.fail("commodities.json: grade %d: %v", gr.ID, err)
+	}
+	return Grade{ID: gr.ID, Name: gr.Name, Varieties: vs}
+}
+
+func (p *datasetParser) checkTrading() {
+	t := p.d.Trading
+	p.checkReasons("settlementDeductionReasons", t.SettlementDeductionReasons)
+	p.checkReasons("settlementBonusReasons", t.SettlementBonusReasons)
+	p.checkReasons("closeListingReasons", t.CloseListingReasons)
 	exIDs := map[int]bool{}
-	for _, e := range d.Trading.ExFarmPriceCommodities {
-		if e.ID <= 0 || exIDs[e.ID] || e.Name == "" || items[e.CommodityID] == nil {
-			fail("trading.json: bad ex-farm price commodity %d", e.ID)
+	for _, e := range t.ExFarmPriceCommodities {
+		if e.ID <= 0 || exIDs[e.ID] || e.Name == "" || p.items[e.CommodityID] == nil {
+			p.fail("trading.json: bad ex-farm price commodity %d", e.ID)
 		}
 		exIDs[e.ID] = true
 		for _, g := range e.Grades {
-			if grades[g] != e.CommodityID {
-				fail("trading.json: ex-farm price commodity %d: grade %d is not a grade of commodity %d", e.ID, g, e.CommodityID)
+			if p.grades[g] != e.CommodityID {
+				p.fail("trading.json: ex-farm price commodity %d: grade %d is not a grade of commodity %d", e.ID, g, e.CommodityID)
 			}
 		}
 	}
-	if st := d.Trading.SeamlessTrading; st.OpenPeriodMinutes <= 0 || st.ReviewPeriodMinutes <= 0 || st.BidExpiryMinutes <= 0 {
-		fail("trading.json: seamlessTrading periods must be positive")
+	if st := t.SeamlessTrading; st.OpenPeriodMinutes <= 0 || st.ReviewPeriodMinutes <= 0 || st.BidExpiryMinutes <= 0 {
+		p.fail("trading.json: seamlessTrading periods must be positive")
 	}
+}
 
-	read("conversions.json", &d.Conversions)
-	for k, v := range d.Conversions {
+func (p *datasetParser) checkReasons(kind string, rs []Reason) {
+	seen := map[int]bool{}
+	for _, r := range rs {
+		if r.ID <= 0 || seen[r.ID] || r.Description == "" {
+			p.fail("trading.json: %s: bad or duplicate reason %d", kind, r.ID)
+		}
+		seen[r.ID] = true
+	}
+}
+
+func (p *datasetParser) checkConversions() {
+	for k, v := range p.d.Conversions {
 		if k == "" || v <= 0 {
-			fail("conversions.json: bad conversion %q", k)
+			p.fail("conversions.json: bad conversion %q", k)
 		}
 	}
-	read("seller_commodities.json", &d.SellerCommodities)
+}
+
+func (p *datasetParser) checkSellerCommodities() {
 	sellers := map[string]bool{}
-	for _, s := range d.SellerCommodities {
+	for _, s := range p.d.SellerCommodities {
 		if s.ID == "" || s.Name == "" || sellers[s.ID] {
-			fail("seller_commodities.json: bad or duplicate %q", s.ID)
+			p.fail("seller_commodities.json: bad or duplicate %q", s.ID)
 		}
 		sellers[s.ID] = true
 	}
-
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	d.Version = hex.EncodeToString(version.Sum(nil))
-	return d, nil
 }
 
 func parseRegions(raw []byte, countries map[string]bool) ([]Region, error) {

@@ -267,6 +267,7 @@ func (s *Service) cached(ctx context.Context, key string, build func(*Catalogue)
 	if err := s.cache.Set(ctx, key, cr.encode(), 0); err != nil {
 		logging.Ctx(ctx, s.log).WithError(err).WithField("key", key).Warn("cache write failed")
 	}
+	logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"key": key, "bytes": len(cr.Body), "count": cr.Count, "notFound": cr.NotFound != ""}).Debug("reference data built and cached (cache miss)")
 	if berr != nil {
 		return Representation{}, berr
 	}

@@ -15,7 +15,6 @@ import (
 	"unicode"
 
 	"github.com/agritrade/api/platform/apierr"
-	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/httpx"
 	"golang.org/x/net/idna"
 )
@@ -50,7 +49,7 @@ type Templates map[string]Template
 // "{base_url}" stands for the API's base URL and "{code}" for the code; without
 // "{code}", "/s/{code}" is appended. `default` ({base_url}/s/{code}) exists
 // unless the configuration defines it.
-func NewTemplates(cfg []config.LinkTemplate, baseURL string) (Templates, error) {
+func NewTemplates(cfg []LinkTemplate, baseURL string) (Templates, error) {
 	ts := Templates{DefaultTemplate: {Name: DefaultTemplate, Pattern: strings.TrimRight(baseURL, "/") + "/s/{code}"}}
 	seen := map[string]bool{}
 	for _, c := range cfg {

@@ -70,11 +70,15 @@ type Service struct {
 
 // NewService reads the templates and the allow-list from the configuration.
 func NewService(bdb *bun.DB, cfg *config.Config, log logrus.FieldLogger) (*Service, error) {
-	ts, err := NewTemplates(cfg.Shortlink.Templates, cfg.BaseURL)
+	sc, err := ReadConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	allow, err := NewAllowList(cfg.Shortlink.AllowedHosts, cfg.BaseURL)
+	ts, err := NewTemplates(sc.Templates, cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	allow, err := NewAllowList(sc.AllowedHosts, cfg.BaseURL)
 	if err != nil {
 		return nil, err
 	}

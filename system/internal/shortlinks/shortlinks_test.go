@@ -30,11 +30,11 @@ func newServer(t testing.TB, db *bun.DB, configure func(c *config.Config)) *test
 	return testkit.NewServer(t, db, func(p *app.Platform) []module.Module {
 		return []module.Module{system.New(p.Deps(system.Name))}
 	}, testkit.Options{Configure: func(c *config.Config) {
-		c.Shortlink.AllowedHosts = allowed
-		c.Shortlink.Templates = []config.LinkTemplate{
+		c.Set("shortlinks.allowed_hosts", allowed)
+		c.Set("shortlinks.templates", []shortlinks.LinkTemplate{
 			{Name: "newsletter", BaseURL: "https://agri.link/{code}", UTMSource: "newsletter", UTMMedium: "email"},
 			{Name: "app", BaseURL: "{base_url}/go"},
-		}
+		})
 		c.RateLimit.PerMinute = 0 // limits have their own test
 		if configure != nil {
 			configure(c)
@@ -260,7 +260,7 @@ func TestAbuseIsRefused(t *testing.T) {
 }
 
 func TestEmptyAllowListAllowsOnlyTheAPIHost(t *testing.T) {
-	s := newServer(t, testkit.DB(t, testkit.SQLite), func(c *config.Config) { c.Shortlink.AllowedHosts = nil })
+	s := newServer(t, testkit.DB(t, testkit.SQLite), func(c *config.Config) { c.Set("shortlinks.allowed_hosts", []string{}) })
 	create(t, s, "", map[string]any{"template": "default", "url": "http://api.test/docs"})
 	r := s.Do(testkit.Request{Method: http.MethodPost, Path: "/system/v1/short-urls", JSON: map[string]any{"template": "default", "url": "https://agritrade.example/"}})
 	if r.Status != 400 || r.Error(t).Validation[0].Code != "host_not_allowed" {
@@ -297,11 +297,11 @@ func TestCreationIsRateLimited(t *testing.T) {
 }
 
 func TestTemplatesConfiguration(t *testing.T) {
-	ts, err := shortlinks.NewTemplates([]config.LinkTemplate{{Name: "default", BaseURL: "https://s.example"}}, "http://api.test")
+	ts, err := shortlinks.NewTemplates([]shortlinks.LinkTemplate{{Name: "default", BaseURL: "https://s.example"}}, "http://api.test")
 	if err != nil || ts["default"].ShortURL("abc") != "https://s.example/s/abc" {
 		t.Fatalf("overridden default: %v %+v", err, ts)
 	}
-	for name, cfg := range map[string][]config.LinkTemplate{
+	for name, cfg := range map[string][]shortlinks.LinkTemplate{
 		"no name":      {{BaseURL: "https://s.example"}},
 		"duplicate":    {{Name: "a", BaseURL: "https://s.example"}, {Name: "a", BaseURL: "https://t.example"}},
 		"not absolute": {{Name: "a", BaseURL: "s.example/{code}"}},

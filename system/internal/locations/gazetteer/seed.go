@@ -1,4 +1,4 @@
-package locations
+package gazetteer
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/uptrace/bun"
 )
 
@@ -36,33 +37,33 @@ type seedSet struct {
 
 // Seed loads the seed into the gazetteer when it is not there yet (or has
 // changed since it was loaded): idempotent and, once done, one query at start-up.
-func (s *Service) Seed(ctx context.Context) error {
+func Seed(ctx context.Context, store *Store) error {
 	set, err := loadSeed()
 	if err != nil {
 		return err
 	}
-	have, err := s.store.Meta(ctx, s.store.DB(), seedHashKey)
+	have, err := store.Meta(ctx, store.DB(), seedHashKey)
 	if err != nil {
 		return fmt.Errorf("read gazetteer seed state: %w", err)
 	}
 	if have == set.hash {
 		return nil
 	}
-	return db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+	return db.InTx(ctx, store.DB(), func(ctx context.Context, tx bun.Tx) error {
 		for i := 0; i < len(set.places); i += seedBatch {
-			if err := s.store.UpsertPlaces(ctx, tx, set.places[i:min(i+seedBatch, len(set.places))]); err != nil {
+			if err := store.UpsertPlaces(ctx, tx, set.places[i:min(i+seedBatch, len(set.places))]); err != nil {
 				return err
 			}
 		}
 		for i := 0; i < len(set.postcodes); i += seedBatch {
-			if err := s.store.UpsertPostcodes(ctx, tx, set.postcodes[i:min(i+seedBatch, len(set.postcodes))]); err != nil {
+			if err := store.UpsertPostcodes(ctx, tx, set.postcodes[i:min(i+seedBatch, len(set.postcodes))]); err != nil {
 				return err
 			}
 		}
-		if err := s.store.RefreshCounts(ctx, tx); err != nil {
+		if err := store.RefreshCounts(ctx, tx); err != nil {
 			return err
 		}
-		return s.store.SetMeta(ctx, tx, seedHashKey, set.hash)
+		return store.SetMeta(ctx, tx, seedHashKey, set.hash)
 	})
 }
 
@@ -119,7 +120,7 @@ func loadSeed() (seedSet, error) {
 		country := r[3][:2]
 		p := newPlaceRow("seed:"+strings.ToLower(r[3])+":"+slug(r[0]), r[0], r[5], country, r[3], regionName, lat, lon, pop)
 		if r[6] != "" {
-			w, err := ParseThreeWords(r[6])
+			w, err := place.ParseThreeWords(r[6])
 			if err != nil {
 				return set, fmt.Errorf("seed places: three-word address of %s: %w", r[0], err)
 			}
@@ -147,10 +148,10 @@ func loadSeed() (seedSet, error) {
 		}
 		// The post town is the nearest seeded place of that name: there are
 		// several Newports and Richmonds.
-		at := Coordinates{Lat: lat, Lon: lon}
+		at := place.Coordinates{Lat: lat, Lon: lon}
 		town, best := -1, 0.0
-		for _, i := range byName[Normalize(r[1])] {
-			if d := DistanceKm(at, Coordinates{Lat: set.places[i].Lat, Lon: set.places[i].Lon}); town < 0 || d < best {
+		for _, i := range byName[place.Normalize(r[1])] {
+			if d := place.DistanceKm(at, place.Coordinates{Lat: set.places[i].Lat, Lon: set.places[i].Lon}); town < 0 || d < best {
 				town, best = i, d
 			}
 		}
@@ -158,13 +159,13 @@ func loadSeed() (seedSet, error) {
 			return set, fmt.Errorf("seed postcodes: post town %q of %s is not a seeded place", r[1], r[0])
 		}
 		p := set.places[town]
-		pc, ok := ParsePostcode(p.CountryISO, r[0])
+		pc, ok := place.ParsePostcode(p.CountryISO, r[0])
 		if !ok {
 			return set, fmt.Errorf("seed postcodes: %q is no %s postcode", r[0], p.CountryISO)
 		}
 		row := newPostcodeRow(pc, p.Name, p.CountryISO, p.RegionISO, p.RegionName, lat, lon)
 		if r[4] != "" {
-			w, err := ParseThreeWords(r[4])
+			w, err := place.ParseThreeWords(r[4])
 			if err != nil {
 				return set, fmt.Errorf("seed postcodes: three-word address of %s: %w", r[0], err)
 			}
@@ -182,26 +183,26 @@ func loadSeed() (seedSet, error) {
 
 // newPlaceRow fills a place with its derived search columns.
 func newPlaceRow(id, name, kind, country, regionISO, regionName string, lat, lon float64, population int64) placeRow {
-	n := Normalize(name)
+	n := place.Normalize(name)
 	return placeRow{
 		ID: id, Name: name, NameNorm: n, Kind: kind,
-		CountryISO: country, CountryName: CountryName(country), RegionISO: regionISO, RegionName: regionName,
+		CountryISO: country, CountryName: place.CountryName(country), RegionISO: regionISO, RegionName: regionName,
 		Lat: lat, Lon: lon, Population: population,
 	}
 }
 
 // newPostcodeRow fills a postcode with its derived columns; its id is the
 // country and the normalised code ("GB:SW1A1AA").
-func newPostcodeRow(pc Postcode, placeName, country, regionISO, regionName string, lat, lon float64) postcodeRow {
+func newPostcodeRow(pc place.Postcode, placeName, country, regionISO, regionName string, lat, lon float64) postcodeRow {
 	return postcodeRow{
 		ID: country + ":" + pc.Norm, Code: pc.Display, CodeNorm: pc.Norm, Parent: pc.District, IsDistrict: pc.IsDistrict,
-		PlaceName: placeName, PlaceNorm: Normalize(placeName),
-		CountryISO: country, CountryName: CountryName(country), RegionISO: regionISO, RegionName: regionName,
+		PlaceName: placeName, PlaceNorm: place.Normalize(placeName),
+		CountryISO: country, CountryName: place.CountryName(country), RegionISO: regionISO, RegionName: regionName,
 		Lat: lat, Lon: lon,
 	}
 }
 
 // slug is a name as an id part: "King's Lynn" → "king-s-lynn".
-func slug(name string) string { return strings.ReplaceAll(Normalize(name), " ", "-") }
+func slug(name string) string { return strings.ReplaceAll(place.Normalize(name), " ", "-") }
 
 func ptr[T any](v T) *T { return &v }

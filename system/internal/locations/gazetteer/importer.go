@@ -1,4 +1,4 @@
-package locations
+package gazetteer
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/uptrace/bun"
 )
 
@@ -68,8 +69,8 @@ type Importer struct {
 }
 
 // NewImporter builds an importer over the gazetteer's store.
-func (s *Service) NewImporter() *Importer {
-	return &Importer{store: s.store, ProgressEvery: 100000}
+func NewImporter(store *Store) *Importer {
+	return &Importer{store: store, ProgressEvery: 100000}
 }
 
 // Import reads r to its end. The format is detected from the first data
@@ -231,24 +232,24 @@ func ParsePlaceLine(cols []string) (row placeRow, keep bool, err error) {
 	}
 	id, err := strconv.ParseInt(cols[0], 10, 64)
 	if err != nil || id <= 0 {
-		return row, false, fmt.Errorf("geonameid %q is not a positive integer", truncate(cols[0], 20))
+		return row, false, fmt.Errorf("geonameid %q is not a positive integer", place.Truncate(cols[0], 20))
 	}
 	name := strings.TrimSpace(cols[1])
-	if name == "" || len(name) > 200 || Normalize(name) == "" {
-		return row, false, fmt.Errorf("name %q is empty or too long", truncate(name, 20))
+	if name == "" || len(name) > 200 || place.Normalize(name) == "" {
+		return row, false, fmt.Errorf("name %q is empty or too long", place.Truncate(name, 20))
 	}
 	lat, lon, err := parseLatLon(cols[4], cols[5])
 	if err != nil {
 		return row, false, err
 	}
-	country, ok := CountryCode(cols[8])
+	country, ok := place.CountryCode(cols[8])
 	if !ok {
-		return row, false, fmt.Errorf("country code %q is not ISO 3166-1 alpha-2", truncate(cols[8], 8))
+		return row, false, fmt.Errorf("country code %q is not ISO 3166-1 alpha-2", place.Truncate(cols[8], 8))
 	}
 	var pop int64
 	if s := strings.TrimSpace(cols[14]); s != "" {
 		if pop, err = strconv.ParseInt(s, 10, 64); err != nil || pop < 0 {
-			return row, false, fmt.Errorf("population %q is not a number", truncate(s, 20))
+			return row, false, fmt.Errorf("population %q is not a number", place.Truncate(s, 20))
 		}
 	}
 	regionISO, regionName := geonamesRegion(country, cols[10], "")
@@ -261,31 +262,31 @@ func ParsePostcodeLine(cols []string) (postcodeRow, error) {
 	if len(cols) != postcodeColumns {
 		return postcodeRow{}, fmt.Errorf("%d columns, want %d", len(cols), postcodeColumns)
 	}
-	country, ok := CountryCode(cols[0])
+	country, ok := place.CountryCode(cols[0])
 	if !ok {
-		return postcodeRow{}, fmt.Errorf("country code %q is not ISO 3166-1 alpha-2", truncate(cols[0], 8))
+		return postcodeRow{}, fmt.Errorf("country code %q is not ISO 3166-1 alpha-2", place.Truncate(cols[0], 8))
 	}
-	pc, ok := ParsePostcode(country, cols[1])
+	pc, ok := place.ParsePostcode(country, cols[1])
 	if !ok {
-		return postcodeRow{}, fmt.Errorf("postal code %q is not a %s postcode", truncate(cols[1], 20), country)
+		return postcodeRow{}, fmt.Errorf("postal code %q is not a %s postcode", place.Truncate(cols[1], 20), country)
 	}
 	lat, lon, err := parseLatLon(cols[9], cols[10])
 	if err != nil {
 		return postcodeRow{}, err
 	}
-	place := strings.TrimSpace(cols[2])
-	if len(place) > 200 {
+	placeName := strings.TrimSpace(cols[2])
+	if len(placeName) > 200 {
 		return postcodeRow{}, errors.New("place name is too long")
 	}
 	regionISO, regionName := geonamesRegion(country, cols[4], strings.TrimSpace(cols[3]))
-	return newPostcodeRow(pc, place, country, regionISO, regionName, lat, lon), nil
+	return newPostcodeRow(pc, placeName, country, regionISO, regionName, lat, lon), nil
 }
 
 func parseLatLon(latS, lonS string) (float64, float64, error) {
 	lat, err1 := strconv.ParseFloat(strings.TrimSpace(latS), 64)
 	lon, err2 := strconv.ParseFloat(strings.TrimSpace(lonS), 64)
 	if err1 != nil || err2 != nil || math.IsNaN(lat) || math.IsNaN(lon) || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
-		return 0, 0, fmt.Errorf("coordinates %q,%q are not a valid point", truncate(latS, 20), truncate(lonS, 20))
+		return 0, 0, fmt.Errorf("coordinates %q,%q are not a valid point", place.Truncate(latS, 20), place.Truncate(lonS, 20))
 	}
 	return lat, lon, nil
 }
@@ -309,7 +310,7 @@ func geonamesRegion(country, admin1, name string) (string, string) {
 	if r, ok := geonamesAdmin1[country+"."+strings.TrimSpace(admin1)]; ok {
 		return r[0], r[1]
 	}
-	return "", truncate(name, 100)
+	return "", place.Truncate(name, 100)
 }
 
 // placeKind classes a populated place from its GeoNames feature code and size.

@@ -1,4 +1,4 @@
-package locations
+package outside
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/system/internal/locations/place"
 )
 
 // SourcePhoton names the Photon adapter in results' source.
@@ -23,12 +24,12 @@ var photonID = regexp.MustCompile(`^([NWR][0-9]{1,19})@(-?[0-9]{1,2}(?:\.[0-9]{1
 // Photon is the adapter of a Photon server (komoot's OSM geocoder, GeoJSON answers).
 type Photon struct {
 	base string
-	o    *outsideHTTP
+	o    *Client
 	pace *pacer
 }
 
 // NewPhoton builds the adapter.
-func NewPhoton(base string, o *outsideHTTP) *Photon {
+func NewPhoton(base string, o *Client) *Photon {
 	return &Photon{base: strings.TrimRight(base, "/"), o: o, pace: newPacer(o.interval, o.maxWait)}
 }
 
@@ -75,7 +76,7 @@ func (p *Photon) Owns(id string) bool { return photonID.MatchString(id) }
 
 // Search implements Provider. Photon filters no country: more results are
 // asked for and filtered here.
-func (p *Photon) Search(ctx context.Context, q SearchQuery) ([]SearchResult, int, error) {
+func (p *Photon) Search(ctx context.Context, q place.SearchQuery) ([]place.SearchResult, int, error) {
 	if q.Container != "" {
 		return nil, 0, apierr.NotFound("container")
 	}
@@ -84,21 +85,21 @@ func (p *Photon) Search(ctx context.Context, q SearchQuery) ([]SearchResult, int
 		ask = min(3*q.Limit, 50)
 	}
 	v := url.Values{"q": {q.Text}, "limit": {strconv.Itoa(ask)}, "lang": {"en"}}
-	var out []SearchResult
+	var out []place.SearchResult
 	err := p.o.cached("photon:search:"+q.Country+":"+v.Encode(), &out, func() error {
 		var a photonAnswer
 		if err := p.fetch(ctx, "/api", v, &a); err != nil {
 			return err
 		}
-		out = []SearchResult{}
+		out = []place.SearchResult{}
 		for _, f := range a.Features {
 			if q.Country != "" && !strings.EqualFold(f.Properties.CountryCode, q.Country) {
 				continue
 			}
 			if id := f.id(); id != "" && len(out) < q.Limit {
 				loc := f.location()
-				out = append(out, SearchResult{ID: id, Type: TypeAddress, Text: f.title(), Source: SourcePhoton,
-					Description: joinNonEmpty(loc.Address.City, loc.Address.Region, loc.Address.CountryName)})
+				out = append(out, place.SearchResult{ID: id, Type: place.TypeAddress, Text: f.title(), Source: SourcePhoton,
+					Description: place.JoinNonEmpty(loc.Address.City, loc.Address.Region, loc.Address.CountryName)})
 			}
 		}
 		return nil
@@ -108,16 +109,16 @@ func (p *Photon) Search(ctx context.Context, q SearchQuery) ([]SearchResult, int
 
 // Resolve implements Provider: the feature with the id's OSM object among
 // those Photon reverse-geocodes at the id's point.
-func (p *Photon) Resolve(ctx context.Context, id string) (*Location, error) {
+func (p *Photon) Resolve(ctx context.Context, id string) (*place.Location, error) {
 	m := photonID.FindStringSubmatch(id)
 	if m == nil {
 		return nil, apierr.NotFound("address")
 	}
 	lat, _ := strconv.ParseFloat(m[2], 64)
 	lon, _ := strconv.ParseFloat(m[3], 64)
-	var loc Location
+	var loc place.Location
 	err := p.o.cached("photon:resolve:"+id, &loc, func() error {
-		features, err := p.reverse(ctx, Coordinates{Lat: lat, Lon: lon}, 10)
+		features, err := p.reverse(ctx, place.Coordinates{Lat: lat, Lon: lon}, 10)
 		if err != nil {
 			return err
 		}
@@ -136,8 +137,8 @@ func (p *Photon) Resolve(ctx context.Context, id string) (*Location, error) {
 }
 
 // Reverse implements Provider.
-func (p *Photon) Reverse(ctx context.Context, c Coordinates) (*Location, error) {
-	var loc Location
+func (p *Photon) Reverse(ctx context.Context, c place.Coordinates) (*place.Location, error) {
+	var loc place.Location
 	err := p.o.cached(fmt.Sprintf("photon:reverse:%.6f,%.6f", c.Lat, c.Lon), &loc, func() error {
 		features, err := p.reverse(ctx, c, 1)
 		if err != nil {
@@ -156,7 +157,7 @@ func (p *Photon) Reverse(ctx context.Context, c Coordinates) (*Location, error) 
 	return &loc, nil
 }
 
-func (p *Photon) reverse(ctx context.Context, c Coordinates, limit int) ([]photonFeature, error) {
+func (p *Photon) reverse(ctx context.Context, c place.Coordinates, limit int) ([]photonFeature, error) {
 	v := url.Values{
 		"lat": {strconv.FormatFloat(c.Lat, 'f', 6, 64)}, "lon": {strconv.FormatFloat(c.Lon, 'f', 6, 64)},
 		"limit": {strconv.Itoa(limit)}, "lang": {"en"},
@@ -176,11 +177,11 @@ func (p *Photon) fetch(ctx context.Context, path string, v url.Values, dst any) 
 	return decodeAnswer(SourcePhoton, a, dst)
 }
 
-func (f photonFeature) point() (Coordinates, bool) {
+func (f photonFeature) point() (place.Coordinates, bool) {
 	if len(f.Geometry.Coordinates) < 2 {
-		return Coordinates{}, false
+		return place.Coordinates{}, false
 	}
-	c := Coordinates{Lat: f.Geometry.Coordinates[1], Lon: f.Geometry.Coordinates[0]}
+	c := place.Coordinates{Lat: f.Geometry.Coordinates[1], Lon: f.Geometry.Coordinates[0]}
 	return c, c.Lat >= -90 && c.Lat <= 90 && c.Lon >= -180 && c.Lon <= 180
 }
 
@@ -201,7 +202,7 @@ func (f photonFeature) title() string {
 	return strings.TrimSpace(pr.HouseNumber + " " + pr.Street)
 }
 
-func (f photonFeature) location() Location {
+func (f photonFeature) location() place.Location {
 	pr := f.Properties
 	c, _ := f.point()
 	city := pr.City
@@ -215,8 +216,8 @@ func (f photonFeature) location() Location {
 	if strings.EqualFold(pr.CountryCode, "GB") && region == pr.State {
 		iso = nationISO[pr.State]
 	}
-	return Location{
-		Address: Address{
+	return place.Location{
+		Address: place.Address{
 			Name: f.title(), Line1: strings.TrimSpace(pr.HouseNumber + " " + pr.Street), Line2: firstNonEmpty(pr.Locality, pr.District),
 			City: city, Region: region, RegionISO: iso, Postcode: pr.Postcode,
 			CountryName: pr.Country, CountryISO: strings.ToUpper(pr.CountryCode),

@@ -1,4 +1,4 @@
-package locations
+package gazetteer
 
 import (
 	"context"
@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/testkit"
-	"github.com/sirupsen/logrus"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/uptrace/bun"
 )
 
@@ -48,7 +47,7 @@ func TestSeedData(t *testing.T) {
 		}
 		// A postcode lies near its post town.
 		for _, p := range set.places {
-			if p.NameNorm == pc.PlaceNorm && p.RegionISO == pc.RegionISO && DistanceKm(Coordinates{Lat: p.Lat, Lon: p.Lon}, Coordinates{Lat: pc.Lat, Lon: pc.Lon}) > 30 {
+			if p.NameNorm == pc.PlaceNorm && p.RegionISO == pc.RegionISO && place.DistanceKm(place.Coordinates{Lat: p.Lat, Lon: p.Lon}, place.Coordinates{Lat: pc.Lat, Lon: pc.Lon}) > 30 {
 				t.Errorf("%s lies over 30 km from %s", pc.Code, p.Name)
 			}
 		}
@@ -60,29 +59,25 @@ func TestSeedData(t *testing.T) {
 
 func TestSeedIsIdempotent(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
-		cfg := config.Default()
 		// The module's own migration files (the module root embeds the same).
-		sets, err := db.SQLMigrations(os.DirFS("../../migrations"))
+		sets, err := db.SQLMigrations(os.DirFS("../../../migrations"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.MigrateUp(context.Background(), bdb, "system", sets); err != nil {
 			t.Fatal(err)
 		}
-		svc, err := NewService(cfg, bdb, logrus.NewEntry(logrus.StandardLogger()), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := NewStore(bdb)
 		ctx := context.Background()
 		counts := func() (int, int, int) {
-			pl, pc, err := svc.store.Counts(ctx)
+			pl, pc, err := store.Counts(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			kendal, _, _ := svc.store.Place(ctx, "seed:gb-cma:kendal")
+			kendal, _, _ := store.Place(ctx, "seed:gb-cma:kendal")
 			return pl, pc, kendal.Postcodes
 		}
-		if err := svc.Seed(ctx); err != nil {
+		if err := Seed(ctx, store); err != nil {
 			t.Fatal(err)
 		}
 		pl, pc, k := counts()
@@ -90,19 +85,19 @@ func TestSeedIsIdempotent(t *testing.T) {
 			t.Fatalf("after seeding: %d places, %d postcodes, Kendal holds %d", pl, pc, k)
 		}
 		// Starting again does nothing; a changed seed is loaded again without duplicates.
-		if err := svc.Seed(ctx); err != nil {
+		if err := Seed(ctx, store); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.store.SetMeta(ctx, bdb, seedHashKey, "older"); err != nil {
+		if err := store.SetMeta(ctx, bdb, seedHashKey, "older"); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.Seed(ctx); err != nil {
+		if err := Seed(ctx, store); err != nil {
 			t.Fatal(err)
 		}
 		if pl2, pc2, k2 := counts(); pl2 != pl || pc2 != pc || k2 != k {
 			t.Fatalf("re-seeding changed the counts: %d/%d/%d then %d/%d/%d", pl, pc, k, pl2, pc2, k2)
 		}
-		if h, _ := svc.store.Meta(ctx, bdb, seedHashKey); h == "older" || h == "" {
+		if h, _ := store.Meta(ctx, bdb, seedHashKey); h == "older" || h == "" {
 			t.Fatalf("seed hash %q not updated", h)
 		}
 	})

@@ -1,4 +1,4 @@
-package locations
+package outside
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/system/internal/locations/place"
 )
 
 // ThreeWordService is the adapter of the three-word address service (its v3
@@ -18,15 +19,15 @@ import (
 type ThreeWordService struct {
 	base    string
 	key     string
-	address Provider
-	o       *outsideHTTP
+	address place.Provider
+	o       *Client
 	pace    *pacer
 }
 
 // NewThreeWordService builds the adapter; address fills in the address of
 // the points it resolves. The key travels in the X-Api-Key header, so it never
 // appears in URLs or logs.
-func NewThreeWordService(base, key string, address Provider, o *outsideHTTP) *ThreeWordService {
+func NewThreeWordService(base, key string, address place.Provider, o *Client) *ThreeWordService {
 	// The service meters by quota, not by rate: requests are not spaced.
 	return &ThreeWordService{base: strings.TrimRight(base, "/"), key: key, address: address, o: o, pace: newPacer(0, 0)}
 }
@@ -62,7 +63,7 @@ type threeWordError struct {
 // address of the place there. An address the service does not know answers
 // 404; when the primary provider knows nothing near, the address holds the
 // country and the service's nearest place only.
-func (t *ThreeWordService) ThreeWords(ctx context.Context, w ThreeWords) (*Location, error) {
+func (t *ThreeWordService) ThreeWords(ctx context.Context, w place.ThreeWords) (*place.Location, error) {
 	var sq threeWordSquare
 	err := t.o.cached("threeword:coords:"+string(w), &sq, func() error {
 		return t.fetch(ctx, "/v3/convert-to-coordinates", url.Values{"words": {string(w)}}, &sq)
@@ -70,14 +71,14 @@ func (t *ThreeWordService) ThreeWords(ctx context.Context, w ThreeWords) (*Locat
 	if err != nil {
 		return nil, err
 	}
-	c := Coordinates{Lat: sq.Coordinates.Lat, Lon: sq.Coordinates.Lng}
+	c := place.Coordinates{Lat: sq.Coordinates.Lat, Lon: sq.Coordinates.Lng}
 	loc, err := t.address.Reverse(ctx, c)
 	if err != nil {
 		if !apierr.IsCode(err, apierr.CodeNotFound) {
 			return nil, err
 		}
 		country := strings.ToUpper(sq.Country)
-		loc = &Location{Address: Address{Name: sq.NearestPlace, CountryISO: country, CountryName: CountryName(country)}}
+		loc = &place.Location{Address: place.Address{Name: sq.NearestPlace, CountryISO: country, CountryName: place.CountryName(country)}}
 	}
 	loc.Coordinates = c
 	loc.ThreeWordAddress = sq.Words
@@ -88,7 +89,7 @@ func (t *ThreeWordService) ThreeWords(ctx context.Context, w ThreeWords) (*Locat
 }
 
 // WordsAt implements ThreeWordNamer.
-func (t *ThreeWordService) WordsAt(ctx context.Context, c Coordinates) (ThreeWords, error) {
+func (t *ThreeWordService) WordsAt(ctx context.Context, c place.Coordinates) (place.ThreeWords, error) {
 	v := url.Values{"coordinates": {strconv.FormatFloat(c.Lat, 'f', 6, 64) + "," + strconv.FormatFloat(c.Lon, 'f', 6, 64)}, "language": {"en"}}
 	var sq threeWordSquare
 	err := t.o.cached("threeword:words:"+v.Encode(), &sq, func() error {
@@ -97,7 +98,7 @@ func (t *ThreeWordService) WordsAt(ctx context.Context, c Coordinates) (ThreeWor
 	if err != nil {
 		return "", err
 	}
-	return ThreeWords(sq.Words), nil
+	return place.ThreeWords(sq.Words), nil
 }
 
 func (t *ThreeWordService) fetch(ctx context.Context, path string, v url.Values, dst *threeWordSquare) error {

@@ -1,4 +1,7 @@
-package locations
+// Package outside holds the adapters of outside location services: the OSM
+// geocoders Nominatim and Photon and the three-word address service, over one
+// client (outside.go) that paces, bounds and caches their calls.
+package outside
 
 import (
 	"container/list"
@@ -14,15 +17,15 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/apierr"
-	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/system/internal/locations/place"
 )
 
 // maxAnswerBytes caps what is read of an outside service's answer.
 const maxAnswerBytes = 2 << 20
 
-// outsideHTTP is what the adapters of outside services share: one HTTP client
+// Client is what the adapters of outside services share: one HTTP client
 // with the configured timeout and user agent, and an answer cache.
-type outsideHTTP struct {
+type Client struct {
 	client    *http.Client
 	userAgent string
 	cache     *ttlCache
@@ -34,7 +37,22 @@ type outsideHTTP struct {
 	maxWait time.Duration
 }
 
-func newOutside(lc config.Locations, baseURL string) *outsideHTTP {
+// ClientConfig is the part of the locations section the client reads.
+type ClientConfig struct {
+	// UserAgent identifies the API to outside services (Nominatim requires one).
+	UserAgent string `mapstructure:"user_agent"`
+	// Timeout bounds each request to an outside service.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// CacheTTL is how long answers of outside services are kept.
+	CacheTTL time.Duration `mapstructure:"cache_ttl"`
+	// MinInterval spaces requests to one OSM geocoder (Nominatim: 1 s).
+	MinInterval time.Duration `mapstructure:"min_interval"`
+}
+
+// NewClient builds the client the adapters share from the locations section;
+// baseURL names the API in the default user agent, transport carries the calls
+// (nil: the default; the platform passes its tracing transport).
+func NewClient(lc ClientConfig, baseURL string, transport http.RoundTripper) *Client {
 	timeout := lc.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -47,8 +65,8 @@ func newOutside(lc config.Locations, baseURL string) *outsideHTTP {
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
 	}
-	return &outsideHTTP{
-		client:    &http.Client{Timeout: timeout},
+	return &Client{
+		client:    &http.Client{Timeout: timeout, Transport: transport},
 		userAgent: ua,
 		cache:     newTTLCache(ttl, 10000),
 		interval:  lc.MinInterval,
@@ -65,7 +83,7 @@ type answer struct {
 // get sends one GET after the pacer allows it. Transport failures, timeouts,
 // 429 and 5xx answers become 503 unavailable (with the service's Retry-After
 // when it sends one); other statuses are for the adapter to interpret.
-func (o *outsideHTTP) get(ctx context.Context, p *pacer, source, url string, header http.Header) (answer, error) {
+func (o *Client) get(ctx context.Context, p *pacer, source, url string, header http.Header) (answer, error) {
 	if err := p.wait(ctx, source); err != nil {
 		return answer{}, err
 	}
@@ -102,7 +120,7 @@ func (o *outsideHTTP) get(ctx context.Context, p *pacer, source, url string, hea
 
 // cached answers dst from the cache under key, or fills it with fill and
 // keeps it. Only successful answers are kept.
-func (o *outsideHTTP) cached(key string, dst any, fill func() error) error {
+func (o *Client) cached(key string, dst any, fill func() error) error {
 	if b, ok := o.cache.Get(key); ok {
 		if err := json.Unmarshal(b, dst); err == nil {
 			return nil
@@ -121,7 +139,7 @@ func (o *outsideHTTP) cached(key string, dst any, fill func() error) error {
 // service (its answers are not the client's fault).
 func decodeAnswer(source string, a answer, dst any) error {
 	if a.status != http.StatusOK {
-		return apierr.Unavailable(fmt.Errorf("%s answered %d: %s", source, a.status, truncate(string(a.body), 200)), "the "+source+" service")
+		return apierr.Unavailable(fmt.Errorf("%s answered %d: %s", source, a.status, place.Truncate(string(a.body), 200)), "the "+source+" service")
 	}
 	if err := json.Unmarshal(a.body, dst); err != nil {
 		return apierr.Unavailable(fmt.Errorf("%s answered unreadable JSON: %w", source, err), "the "+source+" service")

@@ -1,4 +1,8 @@
-package locations
+// Package gazetteer is the location provider kept in the database: the
+// gazetteer_places and gazetteer_postcodes tables (store.go), their search,
+// resolution and reverse lookups (gazetteer.go), the embedded seed of UK and
+// Irish places (seed.go) and the streaming GeoNames importer (importer.go).
+package gazetteer
 
 import (
 	"context"
@@ -7,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/system/internal/locations/place"
 )
 
 // SourceGazetteer names the embedded provider in results' source.
@@ -60,13 +65,13 @@ func (g *Gazetteer) Owns(id string) bool {
 }
 
 // Search implements Provider.
-func (g *Gazetteer) Search(ctx context.Context, q SearchQuery) ([]SearchResult, int, error) {
+func (g *Gazetteer) Search(ctx context.Context, q place.SearchQuery) ([]place.SearchResult, int, error) {
 	if q.Container != "" {
 		return g.expand(ctx, q)
 	}
 	// UK and Irish postcodes are recognised by their format; other countries'
 	// codes hold digits ("75001"), which place names do not.
-	if LooksLikePostcode(q.Text) || strings.ContainsAny(q.Text, "0123456789") {
+	if place.LooksLikePostcode(q.Text) || strings.ContainsAny(q.Text, "0123456789") {
 		res, err := g.searchPostcodes(ctx, q)
 		if err != nil || len(res) > 0 {
 			return res, len(res), err
@@ -76,8 +81,8 @@ func (g *Gazetteer) Search(ctx context.Context, q SearchQuery) ([]SearchResult, 
 	return res, len(res), err
 }
 
-func (g *Gazetteer) searchPostcodes(ctx context.Context, q SearchQuery) ([]SearchResult, error) {
-	norm := PostcodeNorm(q.Text)
+func (g *Gazetteer) searchPostcodes(ctx context.Context, q place.SearchQuery) ([]place.SearchResult, error) {
+	norm := place.PostcodeNorm(q.Text)
 	if norm == "" {
 		return nil, nil
 	}
@@ -87,23 +92,23 @@ func (g *Gazetteer) searchPostcodes(ctx context.Context, q SearchQuery) ([]Searc
 	}
 	if len(rows) == 0 {
 		// An unknown full postcode still finds its district: "SW1A 9ZZ" → SW1A.
-		if pc, ok := ParsePostcode(q.Country, q.Text); ok && pc.District != "" {
+		if pc, ok := place.ParsePostcode(q.Country, q.Text); ok && pc.District != "" {
 			if rows, err = g.store.PostcodeByCode(ctx, pc.District, pc.Country); err != nil {
 				return nil, apierr.Internal(err)
 			}
 		}
 	}
-	out := make([]SearchResult, len(rows))
+	out := make([]place.SearchResult, len(rows))
 	for i, r := range rows {
 		out[i] = postcodeResult(r)
 	}
 	return out, nil
 }
 
-func (g *Gazetteer) searchNames(ctx context.Context, q SearchQuery) ([]SearchResult, error) {
-	n := Normalize(q.Text)
+func (g *Gazetteer) searchNames(ctx context.Context, q place.SearchQuery) ([]place.SearchResult, error) {
+	n := place.Normalize(q.Text)
 	if n == "" {
-		return []SearchResult{}, nil
+		return []place.SearchResult{}, nil
 	}
 	rows, err := g.store.PlacesByPrefix(ctx, n, q.Country, q.Limit)
 	if err != nil {
@@ -114,7 +119,7 @@ func (g *Gazetteer) searchNames(ctx context.Context, q SearchQuery) ([]SearchRes
 			return nil, apierr.Internal(err)
 		}
 	}
-	out := make([]SearchResult, len(rows))
+	out := make([]place.SearchResult, len(rows))
 	for i, r := range rows {
 		out[i] = placeResult(r)
 	}
@@ -138,9 +143,9 @@ func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) 
 		for _, name := range names {
 			var r int
 			switch {
-			case WithinOneEdit(n, name):
+			case place.WithinOneEdit(n, name):
 				r = 0
-			case PrefixWithinOneEdit(n, name):
+			case place.PrefixWithinOneEdit(n, name):
 				r = 1
 			case loose:
 				r = 2
@@ -153,7 +158,7 @@ func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) 
 		}
 	}
 	if len(r) <= maxVariantLen {
-		names, err := g.store.NamesIn(ctx, OneEditVariants(n), countryISO)
+		names, err := g.store.NamesIn(ctx, place.OneEditVariants(n), countryISO)
 		if err != nil {
 			return nil, err
 		}
@@ -211,8 +216,8 @@ func (g *Gazetteer) fuzzy(ctx context.Context, n, countryISO string, limit int) 
 
 // expand lists what a container holds: the full postcodes of a district, or
 // the postcodes of a locality. Text, when given, keeps those starting with it.
-func (g *Gazetteer) expand(ctx context.Context, q SearchQuery) ([]SearchResult, int, error) {
-	filter := PostcodeNorm(q.Text)
+func (g *Gazetteer) expand(ctx context.Context, q place.SearchQuery) ([]place.SearchResult, int, error) {
+	filter := place.PostcodeNorm(q.Text)
 	var (
 		rows  []postcodeRow
 		total int
@@ -228,7 +233,7 @@ func (g *Gazetteer) expand(ctx context.Context, q SearchQuery) ([]SearchResult, 
 			return nil, 0, apierr.NotFound("container")
 		}
 		if !d.IsDistrict || (q.Country != "" && d.CountryISO != q.Country) {
-			return []SearchResult{}, 0, nil
+			return []place.SearchResult{}, 0, nil
 		}
 		rows, total, err = g.store.DistrictPostcodes(ctx, d, filter, q.Limit, q.Offset)
 	case strings.HasPrefix(q.Container, placeIDPrefix):
@@ -240,7 +245,7 @@ func (g *Gazetteer) expand(ctx context.Context, q SearchQuery) ([]SearchResult, 
 			return nil, 0, apierr.NotFound("container")
 		}
 		if q.Country != "" && p.CountryISO != q.Country {
-			return []SearchResult{}, 0, nil
+			return []place.SearchResult{}, 0, nil
 		}
 		rows, total, err = g.store.LocalityPostcodes(ctx, p, filter, q.Limit, q.Offset)
 	default:
@@ -249,7 +254,7 @@ func (g *Gazetteer) expand(ctx context.Context, q SearchQuery) ([]SearchResult, 
 	if err != nil {
 		return nil, 0, apierr.Internal(err)
 	}
-	out := make([]SearchResult, len(rows))
+	out := make([]place.SearchResult, len(rows))
 	for i, r := range rows {
 		out[i] = postcodeResult(r)
 	}
@@ -258,7 +263,7 @@ func (g *Gazetteer) expand(ctx context.Context, q SearchQuery) ([]SearchResult, 
 
 // Resolve implements Provider: a place or a postcode (also a container, at
 // its centre) by its public id.
-func (g *Gazetteer) Resolve(ctx context.Context, id string) (*Location, error) {
+func (g *Gazetteer) Resolve(ctx context.Context, id string) (*place.Location, error) {
 	switch {
 	case strings.HasPrefix(id, placeIDPrefix):
 		p, found, err := g.store.Place(ctx, strings.TrimPrefix(id, placeIDPrefix))
@@ -284,18 +289,18 @@ func (g *Gazetteer) Resolve(ctx context.Context, id string) (*Location, error) {
 // region, and the nearest postcode as the address's postcode. The box around
 // the point grows step by step; within a box the rows come nearest first by
 // a flat-earth approximation and the great-circle distance decides.
-func (g *Gazetteer) Reverse(ctx context.Context, c Coordinates) (*Location, error) {
-	place, placeKm, err := nearest(ctx, g, c, func(b Box, cos float64) ([]placeRow, error) {
+func (g *Gazetteer) Reverse(ctx context.Context, c place.Coordinates) (*place.Location, error) {
+	near, placeKm, err := nearest(ctx, g, c, func(b place.Box, cos float64) ([]placeRow, error) {
 		return g.store.PlacesInBox(ctx, b, c, cos, 8)
-	}, func(r placeRow) float64 { return DistanceKm(c, Coordinates{Lat: r.Lat, Lon: r.Lon}) })
+	}, func(r placeRow) float64 { return place.DistanceKm(c, place.Coordinates{Lat: r.Lat, Lon: r.Lon}) })
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
 	// A full postcode beats a district whose centre is barely nearer: it says more.
-	pc, pcKm, err := nearest(ctx, g, c, func(b Box, cos float64) ([]postcodeRow, error) {
+	pc, pcKm, err := nearest(ctx, g, c, func(b place.Box, cos float64) ([]postcodeRow, error) {
 		return g.store.PostcodesInBox(ctx, b, c, cos, 8)
 	}, func(r postcodeRow) float64 {
-		d := DistanceKm(c, Coordinates{Lat: r.Lat, Lon: r.Lon})
+		d := place.DistanceKm(c, place.Coordinates{Lat: r.Lat, Lon: r.Lon})
 		if r.IsDistrict {
 			d += districtPenaltyKm
 		}
@@ -304,10 +309,10 @@ func (g *Gazetteer) Reverse(ctx context.Context, c Coordinates) (*Location, erro
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
-	var loc *Location
+	var loc *place.Location
 	switch {
 	case placeKm >= 0:
-		loc = placeLocation(place)
+		loc = placeLocation(near)
 		loc.ThreeWordAddress = ""
 		if pcKm >= 0 {
 			loc.Address.Postcode = pc.Code
@@ -325,7 +330,7 @@ func (g *Gazetteer) Reverse(ctx context.Context, c Coordinates) (*Location, erro
 // nearest answers the row nearest c within maxKm by the distance function
 // dist (great-circle kilometres, possibly plus a penalty), or a negative
 // distance when there is none.
-func nearest[R any](ctx context.Context, g *Gazetteer, c Coordinates, inBox func(Box, float64) ([]R, error), dist func(R) float64) (R, float64, error) {
+func nearest[R any](ctx context.Context, g *Gazetteer, c place.Coordinates, inBox func(place.Box, float64) ([]R, error), dist func(R) float64) (R, float64, error) {
 	var zero R
 	cos := math.Cos(c.Lat * math.Pi / 180)
 	steps := append(append([]float64{}, reverseSteps...), g.maxKm)
@@ -336,7 +341,7 @@ func nearest[R any](ctx context.Context, g *Gazetteer, c Coordinates, inBox func
 		if err := ctx.Err(); err != nil {
 			return zero, -1, err
 		}
-		rows, err := inBox(BoxAround(c, km), cos)
+		rows, err := inBox(place.BoxAround(c, km), cos)
 		if err != nil {
 			return zero, -1, err
 		}
@@ -356,7 +361,7 @@ func nearest[R any](ctx context.Context, g *Gazetteer, c Coordinates, inBox func
 }
 
 // ThreeWords implements ThreeWordProvider from the stored three-word addresses.
-func (g *Gazetteer) ThreeWords(ctx context.Context, w ThreeWords) (*Location, error) {
+func (g *Gazetteer) ThreeWords(ctx context.Context, w place.ThreeWords) (*place.Location, error) {
 	p, found, err := g.store.PlaceByThreeWords(ctx, string(w))
 	if err != nil {
 		return nil, apierr.Internal(err)
@@ -374,45 +379,45 @@ func (g *Gazetteer) ThreeWords(ctx context.Context, w ThreeWords) (*Location, er
 	return nil, apierr.NotFound("three-word address")
 }
 
-func placeResult(r placeRow) SearchResult {
-	res := SearchResult{ID: placeIDPrefix + r.ID, Type: TypeAddress, Text: r.Name, Description: joinNonEmpty(r.RegionName, r.CountryName), Source: SourceGazetteer}
+func placeResult(r placeRow) place.SearchResult {
+	res := place.SearchResult{ID: placeIDPrefix + r.ID, Type: place.TypeAddress, Text: r.Name, Description: place.JoinNonEmpty(r.RegionName, r.CountryName), Source: SourceGazetteer}
 	if r.Postcodes > 0 {
-		res.Type = TypeLocality
-		res.Description += " - " + plural(r.Postcodes, "postcode", "postcodes")
+		res.Type = place.TypeLocality
+		res.Description += " - " + place.Plural(r.Postcodes, "postcode", "postcodes")
 	}
 	return res
 }
 
-func postcodeResult(r postcodeRow) SearchResult {
-	res := SearchResult{ID: postcodeIDPrefix + r.ID, Type: TypeAddress, Text: r.Code, Source: SourceGazetteer}
+func postcodeResult(r postcodeRow) place.SearchResult {
+	res := place.SearchResult{ID: postcodeIDPrefix + r.ID, Type: place.TypeAddress, Text: r.Code, Source: SourceGazetteer}
 	if r.IsDistrict && r.Children > 0 {
-		res.Type = TypePostcode
-		res.Description = joinNonEmpty(r.PlaceName, r.RegionName) + " - " + plural(r.Children, "address", "addresses")
+		res.Type = place.TypePostcode
+		res.Description = place.JoinNonEmpty(r.PlaceName, r.RegionName) + " - " + place.Plural(r.Children, "address", "addresses")
 		return res
 	}
-	res.Description = joinNonEmpty(r.PlaceName, r.RegionName, r.CountryName)
+	res.Description = place.JoinNonEmpty(r.PlaceName, r.RegionName, r.CountryName)
 	return res
 }
 
-func placeLocation(r placeRow) *Location {
-	return &Location{
+func placeLocation(r placeRow) *place.Location {
+	return &place.Location{
 		ThreeWordAddress: deref(r.ThreeWords),
-		Address: Address{
+		Address: place.Address{
 			Name: r.Name, City: r.Name, Region: r.RegionName, RegionISO: r.RegionISO,
 			CountryName: r.CountryName, CountryISO: r.CountryISO,
 		},
-		Coordinates: Coordinates{Lat: r.Lat, Lon: r.Lon},
+		Coordinates: place.Coordinates{Lat: r.Lat, Lon: r.Lon},
 	}
 }
 
-func postcodeLocation(r postcodeRow) *Location {
-	return &Location{
+func postcodeLocation(r postcodeRow) *place.Location {
+	return &place.Location{
 		ThreeWordAddress: deref(r.ThreeWords),
-		Address: Address{
+		Address: place.Address{
 			Name: r.PlaceName, City: r.PlaceName, Region: r.RegionName, RegionISO: r.RegionISO,
 			Postcode: r.Code, CountryName: r.CountryName, CountryISO: r.CountryISO,
 		},
-		Coordinates: Coordinates{Lat: r.Lat, Lon: r.Lon},
+		Coordinates: place.Coordinates{Lat: r.Lat, Lon: r.Lon},
 	}
 }
 

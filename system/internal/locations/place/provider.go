@@ -1,4 +1,4 @@
-package locations
+package place
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const (
 	MaxLimit      = 100
 	MaxOffset     = 100000
 	minTextLength = 2
-	maxTextLength = 200
+	MaxTextLength = 200
 )
 
 // NewSearchQuery validates the parameters of a search, reporting every
@@ -39,13 +39,13 @@ func NewSearchQuery(text, container, countryISO string, limit, offset int) (Sear
 	if text != "" && container == "" && len([]rune(text)) < minTextLength {
 		f.Add("query", "min_length", "must be at least 2 characters", map[string]any{"min": minTextLength, "actual": len([]rune(text))})
 	}
-	f.MaxLen("query", text, maxTextLength)
-	f.MaxLen("id", container, maxTextLength)
+	f.MaxLen("query", text, MaxTextLength)
+	f.MaxLen("id", container, MaxTextLength)
 	q := SearchQuery{Text: text, Container: container, Limit: limit, Offset: offset}
 	if countryISO != "" {
 		c, ok := CountryCode(countryISO)
 		if !ok {
-			f.Add("countryISO", "format", "must be an ISO 3166-1 alpha-2 code such as GB", map[string]any{"actual": truncate(countryISO, 16)})
+			f.Add("countryISO", "format", "must be an ISO 3166-1 alpha-2 code such as GB", map[string]any{"actual": Truncate(countryISO, 16)})
 		}
 		q.Country = c
 	}

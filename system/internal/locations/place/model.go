@@ -1,11 +1,9 @@
-// Package locations answers the four public location operations: address
-// search (two-step, like address-capture services), location by address id,
-// by coordinates and by three-word address. Answers come from a provider
-// chosen by configuration: the gazetteer kept in the database (the embedded
-// default, seeded with UK and Irish places and postcode districts, loadable
-// from GeoNames dumps), an OSM geocoder (Nominatim or Photon) or a three-word
-// address service.
-package locations
+// Package place is the vocabulary of the locations feature, shared by its
+// providers and its gazetteer: search queries and results, the Provider
+// interfaces, coordinates and boxes, three-word addresses, and the parsing and
+// normalising of names, country codes and postcodes. It imports nothing of
+// the feature.
+package place
 
 import (
 	"fmt"
@@ -109,7 +107,7 @@ func ParseThreeWords(s string) (ThreeWords, error) {
 	s = strings.ToLower(s)
 	if len(s) > 200 || !threeWordsPattern.MatchString(s) {
 		var f apierr.Fields
-		f.Add("query", "format", "must be three words joined by dots, e.g. apple.meadow.tractor", map[string]any{"actual": truncate(s, 64)})
+		f.Add("query", "format", "must be three words joined by dots, e.g. apple.meadow.tractor", map[string]any{"actual": Truncate(s, 64)})
 		return "", f.Err()
 	}
 	return ThreeWords(s), nil
@@ -348,23 +346,24 @@ func OneEditVariants(s string) []string {
 	return out
 }
 
-func truncate(s string, n int) string {
+// Truncate cuts s to n runes (for quoting outside input in messages).
+func Truncate(s string, n int) string {
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"
 	}
 	return s
 }
 
-// plural renders "1 address", "12 addresses".
-func plural(n int, one, many string) string {
+// Plural renders "1 address", "12 addresses".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return fmt.Sprintf("1 %s", one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// joinNonEmpty joins the non-empty parts with ", ".
-func joinNonEmpty(parts ...string) string {
+// JoinNonEmpty joins the non-empty parts with ", ".
+func JoinNonEmpty(parts ...string) string {
 	out := parts[:0:0]
 	for _, p := range parts {
 		if p = strings.TrimSpace(p); p != "" {

@@ -1,4 +1,4 @@
-package locations
+package gazetteer
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/driver/pgdriver"
 )
 
 // placeRow is a row of gazetteer_places.
@@ -176,7 +176,7 @@ func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit in
 			Where("population >= ?", bigPlace).Where("(' ' || name_norm) % ?", " "+q)
 		return country(sel, countryISO).OrderExpr("(' ' || name_norm) <-> ?", " "+q).Limit(int64(limit)).Scan(ctx)
 	})
-	if isQueryCanceled(err) && ctx.Err() == nil {
+	if db.IsQueryCanceled(err) && ctx.Err() == nil {
 		return nil, nil
 	}
 	if err != nil {
@@ -191,13 +191,6 @@ func (s *Store) SimilarNames(ctx context.Context, q, countryISO string, limit in
 		}
 	}
 	return names, nil
-}
-
-// isQueryCanceled tells whether PostgreSQL cancelled a statement (its
-// statement_timeout ran out).
-func isQueryCanceled(err error) bool {
-	var pgErr pgdriver.Error
-	return errors.As(err, &pgErr) && pgErr.Field('C') == "57014"
 }
 
 // PostcodesByPrefix answers postcodes whose normalised code starts with p:
@@ -272,12 +265,12 @@ func (s *Store) LocalityPostcodes(ctx context.Context, p placeRow, codePrefix st
 // nearestOrder ranks rows by the equirectangular approximation of their
 // distance to c: plain arithmetic on both dialects, exact enough at these
 // ranges to keep the true nearest among the first few rows.
-func nearestOrder(q *bun.SelectQuery, c Coordinates, cosLat float64) *bun.SelectQuery {
+func nearestOrder(q *bun.SelectQuery, c place.Coordinates, cosLat float64) *bun.SelectQuery {
 	return q.OrderExpr("(lat - ?) * (lat - ?) + ((lon - ?) * ?) * ((lon - ?) * ?)", c.Lat, c.Lat, c.Lon, cosLat, c.Lon, cosLat)
 }
 
 // PlacesInBox answers the places inside b nearest c first (at most limit).
-func (s *Store) PlacesInBox(ctx context.Context, b Box, c Coordinates, cosLat float64, limit int) ([]placeRow, error) {
+func (s *Store) PlacesInBox(ctx context.Context, b place.Box, c place.Coordinates, cosLat float64, limit int) ([]placeRow, error) {
 	var rows []placeRow
 	q := s.db.NewSelect().Model(&rows).
 		Where("lat BETWEEN ? AND ?", b.MinLat, b.MaxLat).
@@ -287,7 +280,7 @@ func (s *Store) PlacesInBox(ctx context.Context, b Box, c Coordinates, cosLat fl
 }
 
 // PostcodesInBox answers the postcodes inside b nearest c first (at most limit).
-func (s *Store) PostcodesInBox(ctx context.Context, b Box, c Coordinates, cosLat float64, limit int) ([]postcodeRow, error) {
+func (s *Store) PostcodesInBox(ctx context.Context, b place.Box, c place.Coordinates, cosLat float64, limit int) ([]postcodeRow, error) {
 	var rows []postcodeRow
 	q := s.db.NewSelect().Model(&rows).
 		Where("lat BETWEEN ? AND ?", b.MinLat, b.MaxLat).

@@ -1,4 +1,4 @@
-package locations
+package outside
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/system/internal/locations/place"
 )
 
 // SourceNominatim names the Nominatim adapter in results' source.
@@ -21,13 +22,13 @@ var osmID = regexp.MustCompile(`^[NWR][0-9]{1,19}$`)
 // Nominatim is the adapter of an OSM Nominatim server (format jsonv2).
 type Nominatim struct {
 	base string
-	o    *outsideHTTP
+	o    *Client
 	pace *pacer
 }
 
 // NewNominatim builds the adapter; requests are spaced by the configured
 // minimum interval (the public server allows one a second).
-func NewNominatim(base string, o *outsideHTTP) *Nominatim {
+func NewNominatim(base string, o *Client) *Nominatim {
 	return &Nominatim{base: strings.TrimRight(base, "/"), o: o, pace: newPacer(o.interval, o.maxWait)}
 }
 
@@ -55,7 +56,7 @@ func (n *Nominatim) Source() string { return SourceNominatim }
 func (n *Nominatim) Owns(id string) bool { return osmID.MatchString(id) }
 
 // Search implements Provider: every Nominatim result is an address.
-func (n *Nominatim) Search(ctx context.Context, q SearchQuery) ([]SearchResult, int, error) {
+func (n *Nominatim) Search(ctx context.Context, q place.SearchQuery) ([]place.SearchResult, int, error) {
 	if q.Container != "" {
 		return nil, 0, apierr.NotFound("container")
 	}
@@ -63,16 +64,16 @@ func (n *Nominatim) Search(ctx context.Context, q SearchQuery) ([]SearchResult, 
 	if q.Country != "" {
 		v.Set("countrycodes", strings.ToLower(q.Country))
 	}
-	var out []SearchResult
+	var out []place.SearchResult
 	err := n.o.cached("nominatim:search:"+v.Encode(), &out, func() error {
 		var places []nominatimPlace
 		if err := n.fetch(ctx, "/search", v, &places); err != nil {
 			return err
 		}
-		out = make([]SearchResult, 0, len(places))
+		out = make([]place.SearchResult, 0, len(places))
 		for _, p := range places {
 			if id := p.id(); id != "" {
-				out = append(out, SearchResult{ID: id, Type: TypeAddress, Text: p.title(), Description: p.rest(), Source: SourceNominatim})
+				out = append(out, place.SearchResult{ID: id, Type: place.TypeAddress, Text: p.title(), Description: p.rest(), Source: SourceNominatim})
 			}
 		}
 		return nil
@@ -81,12 +82,12 @@ func (n *Nominatim) Search(ctx context.Context, q SearchQuery) ([]SearchResult, 
 }
 
 // Resolve implements Provider through Nominatim's lookup.
-func (n *Nominatim) Resolve(ctx context.Context, id string) (*Location, error) {
+func (n *Nominatim) Resolve(ctx context.Context, id string) (*place.Location, error) {
 	if !osmID.MatchString(id) {
 		return nil, apierr.NotFound("address")
 	}
 	v := url.Values{"osm_ids": {id}, "format": {"jsonv2"}, "addressdetails": {"1"}, "accept-language": {"en"}}
-	var loc Location
+	var loc place.Location
 	err := n.o.cached("nominatim:lookup:"+id, &loc, func() error {
 		var places []nominatimPlace
 		if err := n.fetch(ctx, "/lookup", v, &places); err != nil {
@@ -105,12 +106,12 @@ func (n *Nominatim) Resolve(ctx context.Context, id string) (*Location, error) {
 }
 
 // Reverse implements Provider.
-func (n *Nominatim) Reverse(ctx context.Context, c Coordinates) (*Location, error) {
+func (n *Nominatim) Reverse(ctx context.Context, c place.Coordinates) (*place.Location, error) {
 	v := url.Values{
 		"lat": {strconv.FormatFloat(c.Lat, 'f', 6, 64)}, "lon": {strconv.FormatFloat(c.Lon, 'f', 6, 64)},
 		"format": {"jsonv2"}, "addressdetails": {"1"}, "zoom": {"18"}, "accept-language": {"en"},
 	}
-	var loc Location
+	var loc place.Location
 	err := n.o.cached("nominatim:reverse:"+v.Encode(), &loc, func() error {
 		var p nominatimPlace
 		if err := n.fetch(ctx, "/reverse", v, &p); err != nil {
@@ -160,7 +161,7 @@ func (p nominatimPlace) rest() string {
 	return strings.TrimSpace(rest)
 }
 
-func (p nominatimPlace) location() Location {
+func (p nominatimPlace) location() place.Location {
 	a := p.Address
 	first := func(keys ...string) string {
 		for _, k := range keys {
@@ -170,7 +171,7 @@ func (p nominatimPlace) location() Location {
 		}
 		return ""
 	}
-	addr := Address{
+	addr := place.Address{
 		Name:        p.title(),
 		Line1:       strings.TrimSpace(first("house_number") + " " + first("road")),
 		Line2:       first("neighbourhood", "suburb", "quarter"),
@@ -191,5 +192,5 @@ func (p nominatimPlace) location() Location {
 	}
 	lat, _ := strconv.ParseFloat(p.Lat, 64)
 	lon, _ := strconv.ParseFloat(p.Lon, 64)
-	return Location{Address: addr, Coordinates: Coordinates{Lat: lat, Lon: lon}}
+	return place.Location{Address: addr, Coordinates: place.Coordinates{Lat: lat, Lon: lon}}
 }
