@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"strings"
@@ -47,57 +46,79 @@ func ReadJSONBody(c *gin.Context) ([]byte, error) {
 	return raw, nil
 }
 
-// BindJSON decodes the JSON body into dst. Malformed JSON answers bad_request;
-// a value of the wrong JSON type answers validation_failed naming the field.
+// BindJSON reads the JSON body into dst (a pointer) with the binder (see
+// Decode): malformed JSON answers bad_request; every member of the wrong JSON
+// type and every unknown member answer validation_failed at once, with what
+// dst's Validate finds when dst is a Validator.
 func BindJSON(c *gin.Context, dst any) error {
 	raw, err := ReadJSONBody(c)
 	if err != nil {
 		return err
 	}
-	return decodeJSON(raw, "", dst)
+	f, err := decodeChecked(raw, dst)
+	if err != nil {
+		return err
+	}
+	return f.Err()
 }
 
-// DecodeJSON checks raw with CheckJSON and decodes it into dst, reporting
-// failures under prefix.
+// DecodeJSON is BindJSON on raw bytes: it checks raw with CheckJSON and binds
+// it into dst, reporting failures under prefix.
 func DecodeJSON(raw []byte, prefix string, dst any) error {
 	if err := CheckJSON(raw, prefix); err != nil {
 		return err
 	}
-	return decodeJSON(raw, prefix, dst)
+	f, err := decodeChecked(raw, dst)
+	if err != nil {
+		return err
+	}
+	if prefix != "" {
+		var out apierr.Fields
+		out.At(prefix).Merge(f.List())
+		return out.Err()
+	}
+	return f.Err()
 }
 
-// decodeJSON decodes raw that CheckJSON has passed into dst, reporting type
-// errors under prefix.
-func decodeJSON(raw []byte, prefix string, dst any) error {
+// Decode binds raw JSON that ReadJSONBody (or CheckJSON) has passed into dst
+// and answers what failed, for a feature that completes the list with checks
+// of its own before it answers them all at once (the error is a bad_request
+// for malformed JSON). See Bind for what the binder checks.
+func Decode(raw []byte, dst any) (*apierr.Fields, error) {
+	return decodeChecked(raw, dst)
+}
+
+func decodeChecked(raw []byte, dst any) (*apierr.Fields, error) {
+	tree, err := parseTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	f := &apierr.Fields{}
+	b := binder{}
+	b.bindValidate(tree, dst, f)
+	return f, nil
+}
+
+// parseTree reads one JSON value into a generic tree, numbers kept as their
+// text (json.Number) so that each is judged by the Go type it goes into.
+func parseTree(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(dst); err != nil {
-		return jsonError(err, prefix)
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, syntaxError(err)
 	}
-	if dec.More() {
-		return apierr.BadRequest("the request body has data after the JSON value")
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, apierr.BadRequest("the request body has data after the JSON value")
 	}
-	return nil
+	return v, nil
 }
 
-func jsonError(err error, prefix string) error {
-	var (
-		syntax  *json.SyntaxError
-		typeErr *json.UnmarshalTypeError
-	)
+func syntaxError(err error) error {
+	var syntax *json.SyntaxError
 	switch {
 	case errors.As(err, &syntax):
 		return apierr.Wrap(err, apierr.CodeBadRequest, "the request body is not valid JSON (at byte %d)", syntax.Offset)
-	case errors.As(err, &typeErr):
-		var f apierr.Fields
-		path := typeErr.Field
-		if prefix != "" {
-			path = strings.TrimSuffix(prefix+"."+path, ".")
-			if typeErr.Field == "" {
-				path = prefix
-			}
-		}
-		f.Add(path, "type", fmt.Sprintf("must be %s, not %s", jsonTypeName(typeErr.Type.Kind().String()), typeErr.Value), map[string]any{"expected": jsonTypeName(typeErr.Type.Kind().String()), "actual": typeErr.Value})
-		return f.Err()
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return apierr.Wrap(err, apierr.CodeBadRequest, "the request body is not valid JSON (it ends too soon)")
 	default:
@@ -105,27 +126,8 @@ func jsonError(err error, prefix string) error {
 	}
 }
 
-func jsonTypeName(kind string) string {
-	switch kind {
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "an integer"
-	case "float32", "float64":
-		return "a number"
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	default:
-		return kind
-	}
-}
-
 // BindOneOrMany decodes a body that is one object or an array of them. An array
-// reports type errors as "[i].field" and may hold at most max items.
+// reports failures as "[i].field" and may hold at most max items.
 func BindOneOrMany[T any](c *gin.Context, max int) (items []T, isList bool, err error) {
 	raw, err := ReadJSONBody(c)
 	if err != nil {
@@ -146,35 +148,39 @@ func decodeOneOrMany[T any](raw []byte, max int) (items []T, isList bool, err er
 	if max <= 0 {
 		max = DefaultMaxListItems
 	}
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '[' {
-		var one T
-		if err := decodeJSON(raw, "", &one); err != nil {
-			return nil, false, err
-		}
-		return []T{one}, false, nil
+	tree, err := parseTree(raw)
+	if err != nil {
+		return nil, false, err
 	}
-	var elems []json.RawMessage
-	if err := decodeJSON(raw, "", &elems); err != nil {
-		return nil, true, err
+	var (
+		f apierr.Fields
+		b binder
+	)
+	elems, isList := tree.([]any)
+	if !isList {
+		items = make([]T, 1)
+		b.bindValidate(tree, &items[0], &f)
+		return items, false, f.Err()
 	}
-	var f apierr.Fields
 	if len(elems) == 0 {
 		f.Add("", "min_items", "must hold at least one item", map[string]any{"min": 1})
 		return nil, true, f.Err()
 	}
 	if len(elems) > max {
-		f.Add("", "max_items", fmt.Sprintf("must hold at most %d items", max), map[string]any{"max": max, "actual": len(elems)})
+		f.Add("", "max_items", "must hold at most "+itoa(max)+" items", map[string]any{"max": max, "actual": len(elems)})
 		return nil, true, f.Err()
 	}
 	items = make([]T, len(elems))
+	failed := make([][]string, len(elems))
+	anyFailed := false
 	for i, e := range elems {
-		if err := decodeJSON(e, fmt.Sprintf("[%d]", i), &items[i]); err != nil {
-			if ae, ok := apierr.As(err); ok && ae.Code == apierr.CodeValidation {
-				f.Merge(ae.Validation)
-				continue
-			}
-			return nil, true, err
+		failed[i] = b.bind(e, &items[i], f.Index(i))
+		anyFailed = anyFailed || len(failed[i]) > 0
+	}
+	if anyFailed {
+		// The body fails: every item's own checks complete the answer.
+		for i := range items {
+			validate(&items[i], f.Index(i), failed[i])
 		}
 	}
 	return items, true, f.Err()

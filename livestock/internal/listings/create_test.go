@@ -18,7 +18,9 @@ func TestCreateEveryKind(t *testing.T) {
 		file := upload(t, s, farmer, "health-plan.txt")
 		for _, kind := range kinds {
 			t.Run(kind, func(t *testing.T) {
-				body := with(validBody(kind), "files", []map[string]any{{"id": file.ID}})
+				// A reference may carry the documented shape whole (as answered).
+				body := with(validBody(kind), "files", []map[string]any{{"id": file.ID, "name": file.Name, "url": file.URL,
+					"userId": file.UserID, "userName": file.UserName, "organisationId": file.OrganisationID, "createdAtUTC": file.CreatedAtUTC}})
 				id := create(t, s, farmer, kind, body)
 				status, l := get(t, s, farmer, id)
 				if status != http.StatusOK {
@@ -101,12 +103,25 @@ func TestCreateValidation(t *testing.T) {
 			"price.type", "price.pricePerUnit.amount", "price.minPrice.currency", "price.maxPrice.currency", "price.maxPrice.amount",
 			"files[0].id", "files[1].id", "description", "tags[1]", "tags[2]"}
 
+		noDescription := validBody("feed")
+		delete(noDescription, "description")
 		cases := []struct {
 			name  string
 			kind  string
 			body  any
 			paths []string
 		}{
+			{"threeTypeErrors", "feed", with(validBody("feed"), "isDraft", "no", "description", 5,
+				"price", map[string]any{"type": "fixed", "pricePerUnit": map[string]any{"amount": "12", "currency": "GBP"}}),
+				[]string{"isDraft", "description", "price.pricePerUnit.amount"}},
+			{"typeAndMissingTogether", "feed", with(noDescription, "isDraft", "yes"),
+				[]string{"isDraft", "description"}},
+			{"unknownFields", "sheep", with(validBody("sheep"), "descr", "Good sort",
+				"properties", map[string]any{"breed": "texel", "sexes": "ewes"},
+				"location", map[string]any{"coordinates": map[string]any{"lat": 54, "lon": -2, "alt": 100}}),
+				[]string{"descr", "properties.breed", "location.coordinates.alt", "properties.breedType"}},
+			{"fileReferenceWithMoreThanItsShape", "feed", with(validBody("feed"), "files", []any{map[string]any{"id": foreign.ID, "size": 46}}),
+				[]string{"files[0].size"}},
 			{"sheepEmpty", "sheep", map[string]any{}, []string{"type", "isDraft", "categoryIds", "location", "price", "files", "description", "tags", "properties"}},
 			{"feedEmpty", "feed", map[string]any{}, []string{"type", "isDraft", "categoryIds", "location", "price", "files", "description", "tags"}},
 			{"notAnObject", "cattle", []any{1}, []string{""}},
@@ -151,10 +166,24 @@ func TestCreateValidation(t *testing.T) {
 				[]string{"price.pricePerUnit.currency"}},
 			{"tooLong", "feed", with(validBody("feed"), "description", strings.Repeat("d", 5001)), []string{"description"}},
 		}
+		// The codes of some cases' paths (same order).
+		codes := map[string][]string{
+			"threeTypeErrors":                   {"type", "type", "type"},
+			"typeAndMissingTogether":            {"type", "required"},
+			"unknownFields":                     {"unknown_field", "unknown_field", "unknown_field", "required"},
+			"fileReferenceWithMoreThanItsShape": {"unknown_field"},
+		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				r := post(c.kind, c.body)
 				wantPaths(t, r, c.paths...)
+				for i, code := range codes[c.name] {
+					for _, fe := range r.Error(t).Validation {
+						if fe.Path == c.paths[i] && fe.Code != code {
+							t.Errorf("%s: code %s, want %s", fe.Path, fe.Code, code)
+						}
+					}
+				}
 				if _, isMap := c.body.(map[string]any); isMap {
 					if e := r.Error(t); len(e.Body) == 0 || string(e.Body) == "null" {
 						t.Fatalf("body not echoed: %s", r.Body)

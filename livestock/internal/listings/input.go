@@ -2,10 +2,7 @@ package listings
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"regexp"
 	"slices"
@@ -18,99 +15,48 @@ import (
 	"github.com/agritrade/api/platform/httpx"
 )
 
-// The request bodies are read into a generic JSON tree and walked field by
-// field, rather than unmarshalled into structs: that tells a missing field from
-// a null one (location and files are required but nullable), and reports every
-// wrong type at once with its full path, where encoding/json stops at the first.
+// The request bodies are structs bound by the platform's binder (httpx):
+// every wrong type and unknown member is reported at once with its full path,
+// and httpx.Nullable tells a missing member from a null one (location and
+// files are required but nullable; an edit changes only what it names). The
+// checks beyond types are the bodies' Validate methods; a body whose types
+// fail gets both at once.
 
-// object is a JSON object under validation; f collects failures at its path.
-type object struct {
-	m map[string]any
-	f *apierr.Fields
+// checked is a body that validates itself into its results.
+type checked interface {
+	Validate(f *apierr.Fields)
 }
 
-// decodeBody parses a JSON body whose top level must be an object. Malformed
-// JSON answers bad_request; a top level of another type is a field failure.
-func decodeBody(raw []byte) (object, *apierr.Fields, error) {
-	f := &apierr.Fields{}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return object{}, nil, apierr.Wrap(err, apierr.CodeBadRequest, "the request body is not valid JSON")
+// bind binds raw into b and answers every failure: the binder's and b's own
+// (the binder runs Validate itself when the types fail).
+func bind(raw []byte, b checked) (*apierr.Fields, error) {
+	f, err := httpx.Decode(raw, b)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return object{}, nil, apierr.BadRequest("the request body has data after the JSON value")
+	if f.Empty() {
+		b.Validate(f)
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		f.Add("", "type", "the body must be a JSON object, not "+jsonType(v), map[string]any{"expected": "object", "actual": jsonType(v)})
-		return object{f: f}, f, nil
-	}
-	return object{m: m, f: f}, f, nil
+	return f, nil
 }
 
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
-// present tells whether the key is in the object (null included).
-func (o object) present(key string) bool {
-	_, ok := o.m[key]
-	return ok
-}
-
-// value returns the member when it is present and not null; a missing required
-// one is recorded.
-func (o object) value(key string, required bool) (any, bool) {
-	v, ok := o.m[key]
-	if !ok || v == nil {
+// str reads a trimmed string of at most max characters; a required one must
+// not be blank.
+func str(f *apierr.Fields, path string, p *string, required bool, max int) (string, bool) {
+	if p == nil {
 		if required {
-			o.f.Add(key, "required", "is required", nil)
+			f.Add(path, "required", "is required", nil)
 		}
-		return nil, false
-	}
-	return v, true
-}
-
-func (o object) typeError(key, want string, v any) {
-	o.f.Add(key, "type", fmt.Sprintf("must be %s, not %s", want, jsonType(v)), map[string]any{"expected": want, "actual": jsonType(v)})
-}
-
-// str reads a trimmed string of at most max characters; a required one must not be blank.
-func (o object) str(key string, required bool, max int) (string, bool) {
-	v, ok := o.value(key, required)
-	if !ok {
 		return "", false
 	}
-	s, isStr := v.(string)
-	if !isStr {
-		o.typeError(key, "a string", v)
-		return "", false
-	}
-	s = strings.TrimSpace(s)
+	s := strings.TrimSpace(*p)
 	if s == "" {
 		if required {
-			o.f.Add(key, "required", "must not be blank", nil)
+			f.Add(path, "required", "must not be blank", nil)
 		}
 		return "", false
 	}
-	if !o.f.MaxLen(key, s, max) {
+	if !f.MaxLen(path, s, max) {
 		return "", false
 	}
 	return s, true
@@ -118,134 +64,52 @@ func (o object) str(key string, required bool, max int) (string, bool) {
 
 // enum reads a string that must be one of allowed; case and surrounding blanks
 // are forgiven (the stored value is the canonical lower-case one).
-func (o object) enum(key string, required bool, allowed []string) (string, bool) {
-	s, ok := o.str(key, required, 100)
+func enum(f *apierr.Fields, path string, p *string, required bool, allowed []string) (string, bool) {
+	s, ok := str(f, path, p, required, 100)
 	if !ok {
 		return "", false
 	}
 	s = strings.ToLower(s)
-	if !o.f.OneOf(key, s, allowed...) {
+	if !f.OneOf(path, s, allowed...) {
 		return "", false
 	}
 	return s, true
 }
 
-func (o object) boolean(key string, required bool) (bool, bool) {
-	v, ok := o.value(key, required)
-	if !ok {
-		return false, false
-	}
-	b, isBool := v.(bool)
-	if !isBool {
-		o.typeError(key, "a boolean", v)
-		return false, false
-	}
-	return b, true
-}
-
-func (o object) number(key string, required bool) (float64, bool) {
-	v, ok := o.value(key, required)
-	if !ok {
-		return 0, false
-	}
-	n, isNum := v.(json.Number)
-	if !isNum {
-		o.typeError(key, "a number", v)
-		return 0, false
-	}
-	x, err := n.Float64()
-	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
-		o.f.Add(key, "range", "is not a representable number", map[string]any{"actual": n.String()})
-		return 0, false
-	}
-	return x, true
-}
-
-// numberIn reads a number within [min, max].
-func (o object) numberIn(key string, required bool, min, max float64) (float64, bool) {
-	x, ok := o.number(key, required)
-	if !ok {
-		return 0, false
-	}
-	if x < min || x > max {
-		o.f.Add(key, "range", fmt.Sprintf("must be between %g and %g", min, max), map[string]any{"min": min, "max": max, "actual": x})
-		return 0, false
-	}
-	return x, true
-}
-
-// integerIn reads a whole number within [min, max].
-func (o object) integerIn(key string, required bool, min, max int) (int, bool) {
-	x, ok := o.numberIn(key, required, float64(min), float64(max))
-	if !ok {
-		return 0, false
-	}
-	if x != math.Trunc(x) {
-		o.f.Add(key, "integer", "must be a whole number", map[string]any{"actual": x})
-		return 0, false
-	}
-	return int(x), true
-}
-
-// child reads a nested object; its failures are recorded under key.
-func (o object) child(key string, required, nullable bool) (object, bool) {
-	v, present := o.m[key]
-	if !present || (v == nil && !nullable) {
+// numberIn checks a number within [min, max].
+func numberIn(f *apierr.Fields, path string, p *float64, required bool, min, max float64) (float64, bool) {
+	if p == nil {
 		if required {
-			o.f.Add(key, "required", "is required", nil)
+			f.Add(path, "required", "is required", nil)
 		}
-		return object{}, false
+		return 0, false
 	}
-	if v == nil {
-		return object{}, false
+	if x := *p; x < min || x > max {
+		f.Add(path, "range", fmt.Sprintf("must be between %g and %g", min, max), map[string]any{"min": min, "max": max, "actual": x})
+		return 0, false
 	}
-	m, isObj := v.(map[string]any)
-	if !isObj {
-		o.typeError(key, "an object", v)
-		return object{}, false
-	}
-	return object{m: m, f: o.f.At(key)}, true
+	return *p, true
 }
 
-// list reads an array of at most max items; lf records failures of its items.
-func (o object) list(key string, required, nullable bool, max int) (items []any, lf *apierr.Fields, ok bool) {
-	v, present := o.m[key]
-	if !present || (v == nil && !nullable) {
-		if required {
-			o.f.Add(key, "required", "is required", nil)
-		}
-		return nil, nil, false
+// maxItems records a max_items failure when list is longer than max.
+func maxItems(f *apierr.Fields, path string, n, max int) bool {
+	if n > max {
+		f.Add(path, "max_items", fmt.Sprintf("must hold at most %d items", max), map[string]any{"max": max, "actual": n})
+		return false
 	}
-	if v == nil {
-		return nil, nil, false
-	}
-	a, isArr := v.([]any)
-	if !isArr {
-		o.typeError(key, "an array", v)
-		return nil, nil, false
-	}
-	if len(a) > max {
-		o.f.Add(key, "max_items", fmt.Sprintf("must hold at most %d items", max), map[string]any{"max": max, "actual": len(a)})
-		return nil, nil, false
-	}
-	return a, o.f.At(key), true
+	return true
 }
 
-// element wraps the i-th item of a list for the field readers.
-func element(lf *apierr.Fields, i int, v any) object {
-	return object{m: map[string]any{"": v}, f: lf.Index(i)}
-}
-
-// strs reads an array of non-blank strings, without duplicates.
-func (o object) strs(key string, required bool, maxItems, maxLen int) ([]string, bool) {
-	items, lf, ok := o.list(key, required, false, maxItems)
-	if !ok {
+// strs reads a list of non-blank strings, without duplicates.
+func strs(f *apierr.Fields, path string, items []string, maxN, maxLen int) ([]string, bool) {
+	if !maxItems(f, path, len(items), maxN) {
 		return nil, false
 	}
+	lf := f.At(path)
 	out := make([]string, 0, len(items))
 	valid := true
-	for i, it := range items {
-		s, ok := element(lf, i, it).str("", true, maxLen)
+	for i := range items {
+		s, ok := str(lf.Index(i), "", &items[i], true, maxLen)
 		valid = valid && ok
 		if ok && !slices.Contains(out, s) {
 			out = append(out, s)
@@ -254,22 +118,215 @@ func (o object) strs(key string, required bool, maxItems, maxLen int) ([]string,
 	return out, valid
 }
 
-// enums reads an array of values of allowed, without duplicates.
-func (o object) enums(key string, required bool, allowed []string) ([]string, bool) {
-	items, lf, ok := o.list(key, required, false, len(allowed)*2)
-	if !ok {
-		return []string{}, false
-	}
+// enums reads an optional list of values of allowed, without duplicates.
+func enums(f *apierr.Fields, path string, items []string, allowed []string) []string {
 	out := make([]string, 0, len(items))
-	valid := true
-	for i, it := range items {
-		s, ok := element(lf, i, it).enum("", true, allowed)
-		valid = valid && ok
-		if ok && !slices.Contains(out, s) {
+	if !maxItems(f, path, len(items), len(allowed)*2) {
+		return out
+	}
+	lf := f.At(path)
+	for i := range items {
+		if s, ok := enum(lf.Index(i), "", &items[i], true, allowed); ok && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
-	return out, valid
+	return out
+}
+
+// body is the members common to the create and edit bodies of every kind;
+// each kind's body adds its properties.
+type body struct {
+	Type        httpx.Nullable[string]           `json:"type"`
+	IsDraft     httpx.Nullable[bool]             `json:"isDraft"`
+	CategoryIDs httpx.Nullable[[]int]            `json:"categoryIds"`
+	Location    httpx.Nullable[locationBody]     `json:"location"`
+	Price       httpx.Nullable[priceBody]        `json:"price"`
+	Files       httpx.Nullable[[]*filestore.Ref] `json:"files"`
+	Description httpx.Nullable[string]           `json:"description"`
+	Tags        httpx.Nullable[[]string]         `json:"tags"`
+
+	// patch marks an edit: only the members given are checked, each as at
+	// creation; the results go to d (create) or p (edit).
+	patch bool
+	d     Draft
+	p     Patch
+}
+
+// kindBody is the body of a kind: the common members and its properties.
+type kindBody interface {
+	checked
+	common() *body
+}
+
+type sheepBody struct {
+	body
+	Properties httpx.Nullable[sheepProperties] `json:"properties"`
+}
+
+type cattleBody struct {
+	body
+	Properties httpx.Nullable[cattleProperties] `json:"properties"`
+}
+
+type dogBody struct {
+	body
+	Properties httpx.Nullable[dogProperties] `json:"properties"`
+}
+
+// plainBody is the body of feed and bedding: they carry no properties, so
+// null or an empty object is accepted and anything else refused.
+type plainBody struct {
+	body
+	Properties httpx.Nullable[noProperties] `json:"properties"`
+}
+
+func (b *body) common() *body { return b }
+
+func (b *sheepBody) Validate(f *apierr.Fields) {
+	b.check(f, b.Properties.Set, func() Properties {
+		if p := b.Properties.Value; p != nil {
+			return p.check(f.At("properties"))
+		}
+		f.Add("properties", "required", "is required", nil)
+		return nil
+	})
+}
+
+func (b *cattleBody) Validate(f *apierr.Fields) {
+	b.check(f, b.Properties.Set, func() Properties {
+		if p := b.Properties.Value; p != nil {
+			return p.check(f.At("properties"))
+		}
+		f.Add("properties", "required", "is required", nil)
+		return nil
+	})
+}
+
+func (b *dogBody) Validate(f *apierr.Fields) {
+	b.check(f, b.Properties.Set, func() Properties {
+		if p := b.Properties.Value; p != nil {
+			return p.check(f.At("properties"))
+		}
+		f.Add("properties", "required", "is required", nil)
+		return nil
+	})
+}
+
+func (b *plainBody) Validate(f *apierr.Fields) {
+	b.check(f, b.Properties.Set, func() Properties {
+		if p := b.Properties.Value; p != nil && !p.empty {
+			f.Add("properties", "not_allowed", fmt.Sprintf("%s listings carry no properties", b.kind()), nil)
+		}
+		return nil
+	})
+}
+
+// kind names feed or bedding in the message (they share plainBody).
+func (b *plainBody) kind() categories.Kind { return b.d.kind }
+
+// noProperties records whether the properties member was an empty object.
+type noProperties struct{ empty bool }
+
+// UnmarshalJSON takes any JSON: only {} (or null, which never gets here) is
+// allowed, and Validate says so.
+func (n *noProperties) UnmarshalJSON(raw []byte) error {
+	n.empty = bytes.Equal(bytes.TrimSpace(raw), []byte("{}"))
+	return nil
+}
+
+func newBody(kind categories.Kind) kindBody {
+	switch kind {
+	case categories.Sheep:
+		return &sheepBody{}
+	case categories.Cattle:
+		return &cattleBody{}
+	case categories.WorkingDog:
+		return &dogBody{}
+	}
+	b := &plainBody{}
+	b.d.kind = kind
+	return b
+}
+
+// patchKeys are the members an edit may carry.
+var patchKeys = []string{"description", "price", "tags", "files", "location", "categoryIds", "properties", "isDraft"}
+
+// check validates the common members into d (create) or p (edit), and the
+// properties with props.
+func (b *body) check(f *apierr.Fields, propsSet bool, props func() Properties) {
+	if b.patch {
+		b.checkPatch(f, propsSet, props)
+		return
+	}
+	d := &b.d
+	d.Type, _ = enum(f, "type", b.Type.Value, true, Types)
+	if b.IsDraft.Value == nil {
+		f.Add("isDraft", "required", "is required", nil)
+	} else {
+		d.IsDraft = *b.IsDraft.Value
+	}
+	d.CategoryIDs, _ = categoryIDs(f, b.CategoryIDs.Value)
+	if !b.Location.Set {
+		f.Add("location", "required", "is required", nil)
+	}
+	d.Location = location(f.At("location"), b.Location.Value)
+	if p, ok := price(f, b.Price.Value); ok {
+		d.Price = *p
+	}
+	d.Files, d.filesValid = files(f, b.Files)
+	d.Description, _ = str(f, "description", b.Description.Value, true, MaxDescription)
+	if b.Tags.Value == nil {
+		f.Add("tags", "required", "is required", nil)
+	} else {
+		d.Tags, _ = strs(f, "tags", *b.Tags.Value, MaxTags, MaxTagLen)
+	}
+	d.Properties = props()
+}
+
+func (b *body) checkPatch(f *apierr.Fields, propsSet bool, props func() Properties) {
+	p := &b.p
+	if !b.Description.Set && !b.Price.Set && !b.Tags.Set && !b.Files.Set && !b.Location.Set && !b.CategoryIDs.Set && !propsSet && !b.IsDraft.Set {
+		f.Add("", "min_properties", "give at least one of "+strings.Join(patchKeys, ", "), map[string]any{"allowed": patchKeys})
+		return
+	}
+	if b.Description.Set {
+		if s, ok := str(f, "description", b.Description.Value, true, MaxDescription); ok {
+			p.Description = &s
+		}
+	}
+	if b.Price.Set {
+		p.Price, _ = price(f, b.Price.Value)
+	}
+	if b.Tags.Set {
+		if b.Tags.Value == nil {
+			f.Add("tags", "required", "is required", nil)
+		} else {
+			p.Tags, p.SetTags = strs(f, "tags", *b.Tags.Value, MaxTags, MaxTagLen)
+		}
+	}
+	if b.Files.Set {
+		p.Files, p.SetFiles = files(f, b.Files)
+	}
+	if b.Location.Set {
+		before := len(f.List())
+		p.Location = location(f.At("location"), b.Location.Value)
+		p.SetLocation = len(f.List()) == before
+	}
+	if b.CategoryIDs.Set {
+		p.CategoryIDs, p.SetCategories = categoryIDs(f, b.CategoryIDs.Value)
+	}
+	if propsSet {
+		p.Properties = props()
+		p.SetProperties = p.Properties != nil
+	}
+	if b.IsDraft.Set {
+		if b.IsDraft.Value == nil {
+			f.Add("isDraft", "required", "is required", nil)
+		} else {
+			v := *b.IsDraft.Value
+			p.IsDraft = &v
+		}
+	}
 }
 
 // Draft is a validated create body.
@@ -286,6 +343,7 @@ type Draft struct {
 	Description string
 	Tags        []string
 	Properties  Properties
+	kind        categories.Kind
 }
 
 // ParseDraft validates the create body of a listing of a kind. Malformed JSON
@@ -293,25 +351,22 @@ type Draft struct {
 // the service to complete with the checks that need the database (categories,
 // files) before it answers them all at once.
 func ParseDraft(kind categories.Kind, raw []byte) (*Draft, *apierr.Fields, error) {
-	o, f, err := decodeBody(raw)
+	b := newBody(kind)
+	f, err := bind(raw, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	d := &Draft{}
-	if o.m == nil {
-		return d, f, nil
+	d := &b.common().d
+	d.kind = kind
+	if d.filesValid {
+		// A member of the wrong type under files leaves nothing to resolve.
+		for _, fe := range f.List() {
+			if fe.Path == "files" || strings.HasPrefix(fe.Path, "files[") {
+				d.filesValid = false
+				break
+			}
+		}
 	}
-	d.Type, _ = o.enum("type", true, Types)
-	d.IsDraft, _ = o.boolean("isDraft", true)
-	d.CategoryIDs, _ = o.categoryIDs("categoryIds", true)
-	d.Location = o.location("location", true)
-	if p, ok := o.price("price", true); ok {
-		d.Price = *p
-	}
-	d.Files, d.filesValid = o.files("files", true)
-	d.Description, _ = o.str("description", true, MaxDescription)
-	d.Tags, _ = o.strs("tags", true, MaxTags, MaxTagLen)
-	d.Properties = o.properties(kind, true)
 	return d, f, nil
 }
 
@@ -332,122 +387,109 @@ type Patch struct {
 	IsDraft       *bool
 }
 
-// patchKeys are the members an edit may carry.
-var patchKeys = []string{"description", "price", "tags", "files", "location", "categoryIds", "properties", "isDraft"}
-
 // ParsePatch validates an edit of a listing of a kind: each member given is
 // validated as at creation; at least one must be given.
 func ParsePatch(kind categories.Kind, raw []byte) (*Patch, *apierr.Fields, error) {
-	o, f, err := decodeBody(raw)
+	b := newBody(kind)
+	b.common().patch = true
+	f, err := bind(raw, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &Patch{}
-	if o.m == nil {
-		return p, f, nil
-	}
-	given := false
-	for _, k := range patchKeys {
-		given = given || o.present(k)
-	}
-	if !given {
-		f.Add("", "min_properties", "give at least one of "+strings.Join(patchKeys, ", "), map[string]any{"allowed": patchKeys})
-		return p, f, nil
-	}
-	if o.present("description") {
-		if s, ok := o.str("description", true, MaxDescription); ok {
-			p.Description = &s
-		}
-	}
-	if o.present("price") {
-		p.Price, _ = o.price("price", true)
-	}
-	if o.present("tags") {
-		p.Tags, p.SetTags = o.strs("tags", true, MaxTags, MaxTagLen)
-	}
-	if o.present("files") {
-		p.Files, p.SetFiles = o.files("files", true)
-	}
-	if o.present("location") {
-		before := len(f.List())
-		p.Location = o.location("location", true)
-		p.SetLocation = len(f.List()) == before
-	}
-	if o.present("categoryIds") {
-		p.CategoryIDs, p.SetCategories = o.categoryIDs("categoryIds", true)
-	}
-	if o.present("properties") {
-		p.Properties = o.properties(kind, true)
-		p.SetProperties = p.Properties != nil
-	}
-	if o.present("isDraft") {
-		if b, ok := o.boolean("isDraft", true); ok {
-			p.IsDraft = &b
-		}
-	}
-	return p, f, nil
+	return &b.common().p, f, nil
+}
+
+// closeBody is the close body.
+type closeBody struct {
+	Status *string `json:"status"`
+	status string
+}
+
+func (b *closeBody) Validate(f *apierr.Fields) {
+	b.status, _ = enum(f, "status", b.Status, true, CloseReasons)
 }
 
 // ParseClose validates a close body and answers the new status.
 func ParseClose(raw []byte) (string, error) {
-	o, f, err := decodeBody(raw)
+	var b closeBody
+	f, err := bind(raw, &b)
 	if err != nil {
 		return "", err
 	}
-	var status string
-	if o.m != nil {
-		status, _ = o.enum("status", true, CloseReasons)
+	return b.status, f.Err()
+}
+
+// reportBody is the report body: message is required but may be null.
+type reportBody struct {
+	Reason  *string                `json:"reason"`
+	Message httpx.Nullable[string] `json:"message"`
+	reason  string
+	message *string
+}
+
+func (b *reportBody) Validate(f *apierr.Fields) {
+	b.reason, _ = enum(f, "reason", b.Reason, true, ReportReasons)
+	if !b.Message.Set {
+		f.Add("message", "required", "is required (null when there is nothing to add)", nil)
+	} else if s, ok := str(f, "message", b.Message.Value, false, MaxReportText); ok {
+		b.message = &s
 	}
-	return status, f.Err()
 }
 
 // ParseReport validates a report body.
 func ParseReport(raw []byte) (reason string, message *string, err error) {
-	o, f, err := decodeBody(raw)
+	var b reportBody
+	f, err := bind(raw, &b)
 	if err != nil {
 		return "", nil, err
 	}
-	if o.m != nil {
-		reason, _ = o.enum("reason", true, ReportReasons)
-		if !o.present("message") {
-			f.Add("message", "required", "is required (null when there is nothing to add)", nil)
-		} else if s, ok := o.str("message", false, MaxReportText); ok {
-			message = &s
-		}
-	}
-	return reason, message, f.Err()
+	return b.reason, b.message, f.Err()
+}
+
+// reviewBody is an admin's review body.
+type reviewBody struct {
+	Decision *string `json:"decision"`
+	decision string
+}
+
+func (b *reviewBody) Validate(f *apierr.Fields) {
+	b.decision, _ = enum(f, "decision", b.Decision, true, Decisions)
 }
 
 // ParseReview validates an admin's review body and answers the decision.
 func ParseReview(raw []byte) (string, error) {
-	o, f, err := decodeBody(raw)
+	var b reviewBody
+	f, err := bind(raw, &b)
 	if err != nil {
 		return "", err
 	}
-	var decision string
-	if o.m != nil {
-		decision, _ = o.enum("decision", true, Decisions)
-	}
-	return decision, f.Err()
+	return b.decision, f.Err()
 }
 
-// categoryIDs reads the category ids: whole positive numbers, no duplicates.
-// The answer keeps the positions of the body (0 where an item failed), so that
-// the service's existence check reports "categoryIds[i]" at the right i.
-func (o object) categoryIDs(key string, required bool) ([]int, bool) {
-	items, lf, ok := o.list(key, required, false, MaxCategories)
-	if !ok {
+// categoryIDs checks the category ids: positive, no duplicates. The answer
+// keeps the positions of the body (0 where an item failed), so that the
+// service's existence check reports "categoryIds[i]" at the right i.
+func categoryIDs(f *apierr.Fields, ids *[]int) ([]int, bool) {
+	if ids == nil {
+		f.Add("categoryIds", "required", "is required", nil)
 		return nil, false
 	}
-	out := make([]int, len(items))
+	if !maxItems(f, "categoryIds", len(*ids), MaxCategories) {
+		return nil, false
+	}
+	lf := f.At("categoryIds")
+	out := make([]int, len(*ids))
 	valid := true
-	for i, it := range items {
-		id, ok := element(lf, i, it).integerIn("", true, 1, math.MaxInt32)
-		if ok && slices.Contains(out[:i], id) {
+	for i, id := range *ids {
+		ok := true
+		switch {
+		case id < 1 || id > math.MaxInt32:
+			lf.Index(i).Add("", "range", fmt.Sprintf("must be between 1 and %d", math.MaxInt32), map[string]any{"min": 1, "max": math.MaxInt32, "actual": id})
+			ok = false
+		case slices.Contains(out[:i], id):
 			lf.Index(i).Add("", "duplicate", fmt.Sprintf("category %d is listed twice", id), map[string]any{"actual": id})
 			ok = false
-		}
-		if ok {
+		default:
 			out[i] = id
 		}
 		valid = valid && ok
@@ -460,247 +502,327 @@ var (
 	regionISO  = regexp.MustCompile(`^[A-Z]{2}-[A-Z0-9]{1,3}$`)
 )
 
-// location reads a location (null allowed): coordinates are required and in
-// range, the address is optional with ISO-coded country and region.
-func (o object) location(key string, required bool) *Location {
-	c, ok := o.child(key, required, true)
-	if !ok {
+type locationBody struct {
+	ThreeWordAddress string       `json:"threeWordAddress"`
+	Address          *addressBody `json:"address"`
+	Coordinates      *struct {
+		Lat *float64 `json:"lat"`
+		Lon *float64 `json:"lon"`
+	} `json:"coordinates"`
+}
+
+type addressBody struct {
+	Name        string `json:"name"`
+	Line1       string `json:"line1"`
+	Line2       string `json:"line2"`
+	Line3       string `json:"line3"`
+	City        string `json:"city"`
+	Region      string `json:"region"`
+	RegionISO   string `json:"regionISO"`
+	Postcode    string `json:"postcode"`
+	CountryName string `json:"countryName"`
+	CountryISO  string `json:"countryISO"`
+}
+
+// location checks a location (nil when null): coordinates are required and
+// in range, the address is optional with ISO-coded country and region.
+func location(f *apierr.Fields, b *locationBody) *Location {
+	if b == nil {
 		return nil
 	}
 	loc := &Location{}
-	loc.ThreeWordAddress, _ = c.str("threeWordAddress", false, MaxText)
-	if a, ok := c.child("address", false, true); ok {
-		ad := &loc.Address
+	loc.ThreeWordAddress, _ = str(f, "threeWordAddress", &b.ThreeWordAddress, false, MaxText)
+	if a := b.Address; a != nil {
+		af, ad := f.At("address"), &loc.Address
 		for _, fld := range []struct {
 			key string
+			src *string
 			dst *string
-		}{{"name", &ad.Name}, {"line1", &ad.Line1}, {"line2", &ad.Line2}, {"line3", &ad.Line3}, {"city", &ad.City},
-			{"region", &ad.Region}, {"postcode", &ad.Postcode}, {"countryName", &ad.CountryName}} {
-			*fld.dst, _ = a.str(fld.key, false, MaxText)
+		}{{"name", &a.Name, &ad.Name}, {"line1", &a.Line1, &ad.Line1}, {"line2", &a.Line2, &ad.Line2}, {"line3", &a.Line3, &ad.Line3},
+			{"city", &a.City, &ad.City}, {"region", &a.Region, &ad.Region}, {"postcode", &a.Postcode, &ad.Postcode},
+			{"countryName", &a.CountryName, &ad.CountryName}} {
+			*fld.dst, _ = str(af, fld.key, fld.src, false, MaxText)
 		}
-		if s, ok := a.str("countryISO", false, 2+MaxText); ok {
+		if s, ok := str(af, "countryISO", &a.CountryISO, false, 2+MaxText); ok {
 			s = strings.ToUpper(s)
-			if a.f.Check(countryISO.MatchString(s), "countryISO", "format", "must be an ISO 3166-1 alpha-2 code, e.g. GB") {
+			if af.Check(countryISO.MatchString(s), "countryISO", "format", "must be an ISO 3166-1 alpha-2 code, e.g. GB") {
 				ad.CountryISO = s
 			}
 		}
-		if s, ok := a.str("regionISO", false, MaxText); ok {
+		if s, ok := str(af, "regionISO", &a.RegionISO, false, MaxText); ok {
 			s = strings.ToUpper(s)
-			if a.f.Check(regionISO.MatchString(s), "regionISO", "format", "must be an ISO 3166-2 code, e.g. GB-NYK") {
+			if af.Check(regionISO.MatchString(s), "regionISO", "format", "must be an ISO 3166-2 code, e.g. GB-NYK") {
 				ad.RegionISO = s
 			}
 		}
 	}
-	if co, ok := c.child("coordinates", true, false); ok {
-		loc.Coordinates.Lat, _ = co.numberIn("lat", true, -90, 90)
-		loc.Coordinates.Lon, _ = co.numberIn("lon", true, -180, 180)
+	if co := b.Coordinates; co == nil {
+		f.Add("coordinates", "required", "is required", nil)
+	} else {
+		cf := f.At("coordinates")
+		loc.Coordinates.Lat, _ = numberIn(cf, "lat", co.Lat, true, -90, 90)
+		loc.Coordinates.Lon, _ = numberIn(cf, "lon", co.Lon, true, -180, 180)
 	}
 	return loc
 }
 
-// price reads the price object: every amount in the currency of pricePerUnit,
-// and minPrice not above maxPrice.
-func (o object) price(key string, required bool) (*Price, bool) {
-	c, ok := o.child(key, required, false)
-	if !ok {
+type priceBody struct {
+	Type         *string    `json:"type"`
+	PricePerUnit *moneyBody `json:"pricePerUnit"`
+	MinPrice     *moneyBody `json:"minPrice"`
+	MaxPrice     *moneyBody `json:"maxPrice"`
+}
+
+type moneyBody struct {
+	Amount   *float64 `json:"amount"`
+	Currency *string  `json:"currency"`
+}
+
+// price checks the price object: every amount in the currency of
+// pricePerUnit, and minPrice not above maxPrice. ok tells that nothing in it
+// failed.
+func price(f *apierr.Fields, b *priceBody) (*Price, bool) {
+	if b == nil {
+		f.Add("price", "required", "is required", nil)
 		return nil, false
 	}
-	before := len(c.f.List())
+	c := f.At("price")
+	before := len(f.List())
 	p := &Price{}
-	p.Type, _ = c.enum("type", true, PriceTypes)
-	if m := c.money("pricePerUnit", true, false); m != nil {
-		p.PricePerUnit = *m
+	p.Type, _ = enum(c, "type", b.Type, true, PriceTypes)
+	if b.PricePerUnit == nil {
+		c.Add("pricePerUnit", "required", "is required", nil)
+	} else {
+		p.PricePerUnit = *money(c.At("pricePerUnit"), b.PricePerUnit)
 	}
-	p.MinPrice = c.money("minPrice", false, true)
-	p.MaxPrice = c.money("maxPrice", false, true)
-	for _, b := range []struct {
+	if b.MinPrice != nil {
+		p.MinPrice = money(c.At("minPrice"), b.MinPrice)
+	}
+	if b.MaxPrice != nil {
+		p.MaxPrice = money(c.At("maxPrice"), b.MaxPrice)
+	}
+	for _, m := range []struct {
 		key string
 		m   *Money
 	}{{"minPrice", p.MinPrice}, {"maxPrice", p.MaxPrice}} {
-		if b.m != nil && p.PricePerUnit.Currency != "" && b.m.Currency != "" && b.m.Currency != p.PricePerUnit.Currency {
-			c.f.Add(b.key+".currency", "currency", "must be the currency of pricePerUnit ("+p.PricePerUnit.Currency+")",
-				map[string]any{"expected": p.PricePerUnit.Currency, "actual": b.m.Currency})
+		if m.m != nil && p.PricePerUnit.Currency != "" && m.m.Currency != "" && m.m.Currency != p.PricePerUnit.Currency {
+			c.Add(m.key+".currency", "currency", "must be the currency of pricePerUnit ("+p.PricePerUnit.Currency+")",
+				map[string]any{"expected": p.PricePerUnit.Currency, "actual": m.m.Currency})
 		}
 	}
 	if p.MinPrice != nil && p.MaxPrice != nil && p.MinPrice.Amount > p.MaxPrice.Amount {
-		c.f.Add("maxPrice.amount", "range", "must not be below minPrice.amount", map[string]any{"min": p.MinPrice.Amount, "actual": p.MaxPrice.Amount})
+		c.Add("maxPrice.amount", "range", "must not be below minPrice.amount", map[string]any{"min": p.MinPrice.Amount, "actual": p.MaxPrice.Amount})
 	}
-	return p, len(c.f.List()) == before
+	return p, len(f.List()) == before
 }
 
-// money reads an amount (0 up to MaxAmount) in an ISO 4217 currency.
-func (o object) money(key string, required, nullable bool) *Money {
-	c, ok := o.child(key, required, nullable)
-	if !ok {
-		return nil
-	}
+// money checks an amount (0 up to MaxAmount) in an ISO 4217 currency.
+func money(f *apierr.Fields, b *moneyBody) *Money {
 	m := &Money{}
-	m.Amount, _ = c.numberIn("amount", true, 0, MaxAmount)
-	if s, ok := c.str("currency", true, 3); ok {
+	m.Amount, _ = numberIn(f, "amount", b.Amount, true, 0, MaxAmount)
+	if s, ok := str(f, "currency", b.Currency, true, 3); ok {
 		s = strings.ToUpper(s)
-		if c.f.Check(IsCurrency(s), "currency", "currency", "must be an ISO 4217 currency code, e.g. GBP") {
+		if f.Check(IsCurrency(s), "currency", "currency", "must be an ISO 4217 currency code, e.g. GBP") {
 			m.Currency = s
 		}
 	}
 	return m
 }
 
-// files reads the file references (null allowed): objects with a string id.
-// Blank, duplicate and unknown ids are filestore.Resolve's to report.
-func (o object) files(key string, required bool) ([]filestore.Ref, bool) {
-	items, lf, ok := o.list(key, required, true, MaxFiles)
-	if !ok {
-		return nil, !o.present(key) || o.m[key] == nil
+// files checks the file references (null allowed): objects with an id.
+// Blank, duplicate and unknown ids are filestore.Resolve's to report; the
+// other members of a reference are the server's to fill.
+func files(f *apierr.Fields, n httpx.Nullable[[]*filestore.Ref]) ([]filestore.Ref, bool) {
+	if !n.Set {
+		f.Add("files", "required", "is required", nil)
+		return nil, true
+	}
+	if n.Value == nil {
+		return nil, true
+	}
+	items := *n.Value
+	if !maxItems(f, "files", len(items), MaxFiles) {
+		return nil, false
 	}
 	refs := make([]filestore.Ref, 0, len(items))
 	valid := true
 	for i, it := range items {
-		el, ok := element(lf, i, it).child("", true, false)
-		if !ok {
+		if it == nil {
+			f.At("files").Index(i).Add("", "required", "is required", nil)
 			valid = false
 			continue
 		}
-		var id string
-		if v, ok := el.m["id"]; ok && v != nil {
-			if id, ok = v.(string); !ok {
-				el.typeError("id", "a string", v)
-				valid = false
-			}
-		}
-		refs = append(refs, filestore.Ref{ID: id})
+		refs = append(refs, filestore.Ref{ID: it.ID})
 	}
 	return refs, valid
 }
 
-// properties reads the kind's properties. Feed and bedding carry none: null or
-// an empty object is accepted, anything else is refused.
-func (o object) properties(kind categories.Kind, required bool) Properties {
-	if !kind.HasProperties() {
-		if v, ok := o.value("properties", false); ok {
-			if m, isObj := v.(map[string]any); !isObj || len(m) > 0 {
-				o.f.Add("properties", "not_allowed", fmt.Sprintf("%s listings carry no properties", kind), nil)
-			}
-		}
-		return nil
-	}
-	c, ok := o.child("properties", required, false)
-	if !ok {
-		return nil
-	}
-	switch kind {
-	case categories.Sheep:
-		return c.sheep()
-	case categories.Cattle:
-		return c.cattle()
-	default:
-		return c.dog()
-	}
+type sheepProperties struct {
+	BreedType      *string  `json:"breedType"`
+	BreedSociety   string   `json:"breedSociety"`
+	Type           []string `json:"type"`
+	AdditionalInfo []string `json:"additionalInfo"`
+	Sexes          *string  `json:"sexes"`
+	Health         *struct {
+		Data string `json:"data"`
+	} `json:"health"`
 }
 
-func (o object) sheep() *SheepProperties {
+func (b *sheepProperties) check(f *apierr.Fields) Properties {
 	p := &SheepProperties{}
-	p.BreedType, _ = o.enum("breedType", true, categories.Values(categories.Sheep, categories.GroupBreed))
-	p.BreedSociety, _ = o.str("breedSociety", false, MaxText)
-	p.Type, _ = o.enums("type", false, categories.Values(categories.Sheep, categories.GroupType))
-	p.AdditionalInfo, _ = o.enums("additionalInfo", false, AddInfo)
-	p.Sexes, _ = o.enum("sexes", true, Sexes)
-	if h, ok := o.child("health", false, true); ok {
+	p.BreedType, _ = enum(f, "breedType", b.BreedType, true, categories.Values(categories.Sheep, categories.GroupBreed))
+	p.BreedSociety, _ = str(f, "breedSociety", &b.BreedSociety, false, MaxText)
+	p.Type = enums(f, "type", b.Type, categories.Values(categories.Sheep, categories.GroupType))
+	p.AdditionalInfo = enums(f, "additionalInfo", b.AdditionalInfo, AddInfo)
+	p.Sexes, _ = enum(f, "sexes", b.Sexes, true, Sexes)
+	if h := b.Health; h != nil {
 		p.Health = &SheepHealth{}
-		p.Health.Data, _ = h.str("data", false, MaxNotes)
+		p.Health.Data, _ = str(f.At("health"), "data", &h.Data, false, MaxNotes)
 	}
 	return p
 }
 
-func (o object) cattle() *CattleProperties {
+type cattleProperties struct {
+	Type           *string  `json:"type"`
+	BreedType      *string  `json:"breedType"`
+	BreedSociety   string   `json:"breedSociety"`
+	AdditionalInfo []string `json:"additionalInfo"`
+	Sexes          *string  `json:"sexes"`
+	Quantity       *int     `json:"quantity"`
+	SocietyNumber  string   `json:"societyNumber"`
+	MinAge         *float64 `json:"minAge"`
+	MaxAge         *float64 `json:"maxAge"`
+	Health         *struct {
+		TBStatus   *string `json:"tbStatus"`
+		TBDetails  string  `json:"tbDetails"`
+		TBInterval *string `json:"tbInterval"`
+		Data       string  `json:"data"`
+	} `json:"health"`
+	Performance *struct {
+		AverageWeight       *weightBody `json:"averageWeight"`
+		DailyLiveWeightGain *weightBody `json:"dailyLiveWeightGain"`
+	} `json:"performance"`
+}
+
+func (b *cattleProperties) check(f *apierr.Fields) Properties {
 	p := &CattleProperties{}
-	p.Type, _ = o.enum("type", false, categories.Values(categories.Cattle, categories.GroupType))
-	p.BreedType, _ = o.enum("breedType", true, categories.Values(categories.Cattle, categories.GroupBreed))
-	p.BreedSociety, _ = o.str("breedSociety", false, MaxText)
-	p.AdditionalInfo, _ = o.enums("additionalInfo", false, AddInfo)
-	p.Sexes, _ = o.enum("sexes", true, Sexes)
-	if q, ok := o.integerIn("quantity", false, 1, MaxQuantity); ok {
-		p.Quantity = &q
+	p.Type, _ = enum(f, "type", b.Type, false, categories.Values(categories.Cattle, categories.GroupType))
+	p.BreedType, _ = enum(f, "breedType", b.BreedType, true, categories.Values(categories.Cattle, categories.GroupBreed))
+	p.BreedSociety, _ = str(f, "breedSociety", &b.BreedSociety, false, MaxText)
+	p.AdditionalInfo = enums(f, "additionalInfo", b.AdditionalInfo, AddInfo)
+	p.Sexes, _ = enum(f, "sexes", b.Sexes, true, Sexes)
+	if q := b.Quantity; q != nil {
+		if *q < 1 || *q > MaxQuantity {
+			f.Add("quantity", "range", fmt.Sprintf("must be between 1 and %d", MaxQuantity), map[string]any{"min": 1, "max": MaxQuantity, "actual": *q})
+		} else {
+			p.Quantity = q
+		}
 	}
-	p.SocietyNumber, _ = o.str("societyNumber", false, 50)
-	if a, ok := o.numberIn("minAge", false, 0, MaxAgeMonths); ok {
+	p.SocietyNumber, _ = str(f, "societyNumber", &b.SocietyNumber, false, 50)
+	if a, ok := numberIn(f, "minAge", b.MinAge, false, 0, MaxAgeMonths); ok {
 		p.MinAge = &a
 	}
-	if a, ok := o.numberIn("maxAge", false, 0, MaxAgeMonths); ok {
+	if a, ok := numberIn(f, "maxAge", b.MaxAge, false, 0, MaxAgeMonths); ok {
 		p.MaxAge = &a
 	}
 	if p.MinAge != nil && p.MaxAge != nil && *p.MinAge > *p.MaxAge {
-		o.f.Add("maxAge", "range", "must not be below minAge", map[string]any{"min": *p.MinAge, "actual": *p.MaxAge})
+		f.Add("maxAge", "range", "must not be below minAge", map[string]any{"min": *p.MinAge, "actual": *p.MaxAge})
 	}
-	if h, ok := o.child("health", false, true); ok {
+	if h := b.Health; h != nil {
+		hf := f.At("health")
 		p.Health = &CattleHealth{}
-		p.Health.TBStatus, _ = h.enum("tbStatus", false, TBStatuses)
-		p.Health.TBDetails, _ = h.str("tbDetails", false, MaxNotes)
-		p.Health.TBInterval, _ = h.enum("tbInterval", false, TBIntervals)
-		p.Health.Data, _ = h.str("data", false, MaxNotes)
+		p.Health.TBStatus, _ = enum(hf, "tbStatus", h.TBStatus, false, TBStatuses)
+		p.Health.TBDetails, _ = str(hf, "tbDetails", &h.TBDetails, false, MaxNotes)
+		p.Health.TBInterval, _ = enum(hf, "tbInterval", h.TBInterval, false, TBIntervals)
+		p.Health.Data, _ = str(hf, "data", &h.Data, false, MaxNotes)
 	}
-	if perf, ok := o.child("performance", false, true); ok {
+	if perf := b.Performance; perf != nil {
+		pf := f.At("performance")
 		p.Performance = &CattlePerformance{
-			AverageWeight:       perf.weight("averageWeight", 5000),
-			DailyLiveWeightGain: perf.weight("dailyLiveWeightGain", 10),
+			AverageWeight:       weight(pf.At("averageWeight"), perf.AverageWeight, 5000),
+			DailyLiveWeightGain: weight(pf.At("dailyLiveWeightGain"), perf.DailyLiveWeightGain, 10),
 		}
 	}
 	return p
 }
 
-// weight reads a weight object; max bounds the weight in kilograms. A missing
-// conversion is filled from the unit.
-func (o object) weight(key string, maxKg float64) *Weight {
-	c, ok := o.child(key, false, true)
-	if !ok {
-		return nil
-	}
-	w := &Weight{}
+type weightBody struct {
+	Name       *string  `json:"name"`
+	Conversion *float64 `json:"conversion"`
+	Weight     *float64 `json:"weight"`
+}
+
+// weightUnits are the units of WeightUnits, sorted (the enum's message).
+var weightUnits = func() []string {
 	units := make([]string, 0, len(WeightUnits))
 	for u := range WeightUnits {
 		units = append(units, u)
 	}
 	slices.Sort(units)
-	w.Name, _ = c.enum("name", true, units)
-	if conv, ok := c.number("conversion", false); ok {
-		if c.f.Check(conv > 0, "conversion", "range", "must be greater than 0") {
-			w.Conversion = conv
+	return units
+}()
+
+// weight checks a weight object (nil when null); max bounds the weight in
+// kilograms. A missing conversion is filled from the unit.
+func weight(f *apierr.Fields, b *weightBody, maxKg float64) *Weight {
+	if b == nil {
+		return nil
+	}
+	w := &Weight{}
+	w.Name, _ = enum(f, "name", b.Name, true, weightUnits)
+	if conv := b.Conversion; conv != nil {
+		if f.Check(*conv > 0, "conversion", "range", "must be greater than 0") {
+			w.Conversion = *conv
 		}
 	} else if w.Name != "" {
 		w.Conversion = WeightUnits[w.Name]
 	}
 	if w.Name != "" {
-		w.Weight, _ = c.numberIn("weight", true, 0, maxKg/WeightUnits[w.Name])
+		w.Weight, _ = numberIn(f, "weight", b.Weight, true, 0, maxKg/WeightUnits[w.Name])
 	} else {
-		w.Weight, _ = c.number("weight", true)
+		w.Weight, _ = numberIn(f, "weight", b.Weight, true, math.Inf(-1), math.Inf(1))
 	}
 	return w
 }
 
-func (o object) dog() *DogProperties {
+type dogProperties struct {
+	BreedType    *string `json:"breedType"`
+	BreedSociety string  `json:"breedSociety"`
+	Sex          *string `json:"sex"`
+	Registration *struct {
+		DateOfBirth        string `json:"dateOfBirth"`
+		IsRegistered       *bool  `json:"isRegistered"`
+		RegistrationNumber string `json:"registrationNumber"`
+		Name               string `json:"name"`
+	} `json:"registration"`
+}
+
+func (b *dogProperties) check(f *apierr.Fields) Properties {
 	p := &DogProperties{}
-	p.BreedType, _ = o.enum("breedType", true, categories.Values(categories.WorkingDog, categories.GroupBreed))
-	p.BreedSociety, _ = o.str("breedSociety", false, MaxText)
-	p.Sex, _ = o.enum("sex", true, DogSexes)
-	if r, ok := o.child("registration", false, true); ok {
+	p.BreedType, _ = enum(f, "breedType", b.BreedType, true, categories.Values(categories.WorkingDog, categories.GroupBreed))
+	p.BreedSociety, _ = str(f, "breedSociety", &b.BreedSociety, false, MaxText)
+	p.Sex, _ = enum(f, "sex", b.Sex, true, DogSexes)
+	if r := b.Registration; r != nil {
+		rf := f.At("registration")
 		reg := &DogRegistration{}
-		if s, ok := r.str("dateOfBirth", false, 40); ok {
+		if s, ok := str(rf, "dateOfBirth", &r.DateOfBirth, false, 40); ok {
 			t, _, err := httpx.ParseDate(s)
 			now := time.Now().UTC()
 			switch {
 			case err != nil:
-				r.f.Add("dateOfBirth", "format", "must be a date (YYYY-MM-DD)", map[string]any{"actual": s})
+				rf.Add("dateOfBirth", "format", "must be a date (YYYY-MM-DD)", map[string]any{"actual": s})
 			case t.After(now) || t.Year() < earliestDogYear:
-				r.f.Add("dateOfBirth", "range", fmt.Sprintf("must be between %d-01-01 and today", earliestDogYear), map[string]any{"actual": s})
+				rf.Add("dateOfBirth", "range", fmt.Sprintf("must be between %d-01-01 and today", earliestDogYear), map[string]any{"actual": s})
 			default:
 				reg.DateOfBirth = t.Format(dateFormat)
 			}
 		}
-		reg.IsRegistered, _ = r.boolean("isRegistered", false)
-		reg.RegistrationNumber, _ = r.str("registrationNumber", false, 50)
-		if _, isStr := r.m["registrationNumber"].(string); reg.IsRegistered && reg.RegistrationNumber == "" && (isStr || r.m["registrationNumber"] == nil) {
-			r.f.Add("registrationNumber", "required", "is required when isRegistered is true", nil)
+		reg.IsRegistered = r.IsRegistered != nil && *r.IsRegistered
+		reg.RegistrationNumber, _ = str(rf, "registrationNumber", &r.RegistrationNumber, false, 50)
+		if reg.IsRegistered && strings.TrimSpace(r.RegistrationNumber) == "" {
+			rf.Add("registrationNumber", "required", "is required when isRegistered is true", nil)
 		}
-		reg.Name, _ = r.str("name", false, MaxText)
+		reg.Name, _ = str(rf, "name", &r.Name, false, MaxText)
 		p.Registration = reg
 	}
 	return p

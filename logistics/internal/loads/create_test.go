@@ -82,6 +82,17 @@ func TestCreateAsOrganiser(t *testing.T) {
 			{Name: "create400listEmpty", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: []any{}}, Status: 400, Code: "validation_failed"},
 			{Name: "create400listType", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: []any{form, with(form, "weight", "x")}}, Status: 400, Code: "validation_failed",
 				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "[1].weight") }},
+			{Name: "create400unknownField", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: with(form, "referance", "PO-9", "reference", "PO-9")}, Status: 400, Code: "validation_failed",
+				Check: func(t *testing.T, r *testkit.Response) {
+					wantPaths(t, r, "referance")
+					if c := r.Error(t).Validation[0].Code; c != "unknown_field" {
+						t.Errorf("code %q, want unknown_field", c)
+					}
+				}},
+			{Name: "create400unknownFieldInList", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: []any{lt.LoadForm("U-1"), with(lt.LoadForm("U-2"), "weigth", 3)}}, Status: 400, Code: "validation_failed",
+				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "[1].weigth") }},
+			{Name: "create400typesAndMissingTogether", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: with(form, "weight", "heavy", "tags", "harvest", "commodityId", "wheat", "-reference", nil)}, Status: 400, Code: "validation_failed",
+				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "weight", "tags", "commodityId", "reference") }},
 			{Name: "create403otherOrganiser", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: s.Token(lt.Carrier), JSON: form}, Status: 403, Code: "forbidden"},
 			{Name: "create403oneItemOfOther", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: []any{lt.LoadForm("X-1"), with(form, "organiserId", "org-haul", "reference", "X-2")}}, Status: 403, Code: "forbidden"},
 			{Name: "create200", Req: testkit.Request{Method: http.MethodPost, Path: loadsPath, Token: org, JSON: with(form, "weightNet", 29.1, "ticketNumber", "T-77", "vehicleRegistration", "AB12 CDE", "tags", []string{"harvest", " harvest ", "wheat"})}, Status: 200,

@@ -4,7 +4,6 @@
 package loads
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -293,46 +292,21 @@ func NormaliseText(s string) string {
 	return b.String()
 }
 
-// Nullable is a JSON member that tells "absent" from "null": required members
-// that may be null (weight, files) must still be sent.
-type Nullable[T any] struct {
-	Set   bool
-	Value *T
-}
-
-// UnmarshalJSON records that the member was present and decodes it unless null.
-func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
-	n.Set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		n.Value = nil
-		return nil
-	}
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	n.Value = &v
-	return nil
-}
-
-// Of returns a set Nullable holding v.
-func Of[T any](v T) Nullable[T] { return Nullable[T]{Set: true, Value: &v} }
-
 // OrganiserForm is the organiser form of "create a new load".
 type OrganiserForm struct {
-	OrganiserID         string                    `json:"organiserId"`
-	OrganiserName       string                    `json:"organiserName"`
-	CommodityID         Nullable[float64]         `json:"commodityId"`
-	Reference           string                    `json:"reference"`
-	DeliveryDateISO     string                    `json:"deliveryDateISO"`
-	Weight              Nullable[float64]         `json:"weight"`
-	WeightNet           Nullable[float64]         `json:"weightNet"`
-	TicketNumber        string                    `json:"ticketNumber"`
-	VehicleRegistration string                    `json:"vehicleRegistration"`
-	Files               Nullable[[]filestore.Ref] `json:"files"`
-	Tags                Nullable[[]string]        `json:"tags"`
-	PickupPostcode      *string                   `json:"pickupPostcode"`
-	DropoffPostcode     *string                   `json:"dropoffPostcode"`
+	OrganiserID         string                          `json:"organiserId"`
+	OrganiserName       string                          `json:"organiserName"`
+	CommodityID         httpx.Nullable[float64]         `json:"commodityId"`
+	Reference           string                          `json:"reference"`
+	DeliveryDateISO     string                          `json:"deliveryDateISO"`
+	Weight              httpx.Nullable[float64]         `json:"weight"`
+	WeightNet           httpx.Nullable[float64]         `json:"weightNet"`
+	TicketNumber        string                          `json:"ticketNumber"`
+	VehicleRegistration string                          `json:"vehicleRegistration"`
+	Files               httpx.Nullable[[]filestore.Ref] `json:"files"`
+	Tags                httpx.Nullable[[]string]        `json:"tags"`
+	PickupPostcode      *string                         `json:"pickupPostcode"`
+	DropoffPostcode     *string                         `json:"dropoffPostcode"`
 }
 
 // Draft checks the form's presence rules and returns it as a draft.
@@ -357,20 +331,28 @@ func (o OrganiserForm) Draft(f *apierr.Fields) Draft {
 	return d
 }
 
+// Validate completes the binder's answer when a member has the wrong type:
+// the form's other failures are named with it. (Otherwise the service runs
+// these checks, with those that need the database.)
+func (o *OrganiserForm) Validate(f *apierr.Fields) {
+	d := o.Draft(f)
+	d.Validate(f)
+}
+
 // CarrierForm is the carrier form of "create a new load": a carrier records a
 // load it transports; the organiser defaults to the carrier itself.
 type CarrierForm struct {
-	OrganisationID   string             `json:"organisationId"`
-	OrganisationName string             `json:"organisationName"`
-	CarrierID        string             `json:"carrierId"`
-	CarrierName      string             `json:"carrierName"`
-	CommodityID      Nullable[float64]  `json:"commodityId"`
-	Reference        string             `json:"reference"`
-	DeliveryDateISO  string             `json:"deliveryDateISO"`
-	Weight           Nullable[float64]  `json:"weight"`
-	Tags             Nullable[[]string] `json:"tags"`
-	PickupPostcode   *string            `json:"pickupPostcode"`
-	DropoffPostcode  *string            `json:"dropoffPostcode"`
+	OrganisationID   string                   `json:"organisationId"`
+	OrganisationName string                   `json:"organisationName"`
+	CarrierID        string                   `json:"carrierId"`
+	CarrierName      string                   `json:"carrierName"`
+	CommodityID      httpx.Nullable[float64]  `json:"commodityId"`
+	Reference        string                   `json:"reference"`
+	DeliveryDateISO  string                   `json:"deliveryDateISO"`
+	Weight           httpx.Nullable[float64]  `json:"weight"`
+	Tags             httpx.Nullable[[]string] `json:"tags"`
+	PickupPostcode   *string                  `json:"pickupPostcode"`
+	DropoffPostcode  *string                  `json:"dropoffPostcode"`
 }
 
 // Draft checks the form's presence rules and returns it as a draft.
@@ -400,6 +382,12 @@ func (c CarrierForm) Draft(f *apierr.Fields) Draft {
 	return d
 }
 
+// Validate completes the binder's answer (see OrganiserForm.Validate).
+func (c *CarrierForm) Validate(f *apierr.Fields) {
+	d := c.Draft(f)
+	d.Validate(f)
+}
+
 func requireSet(f *apierr.Fields, path string, set bool) {
 	f.Check(set, path, "required", "is required")
 }
@@ -412,7 +400,7 @@ func deref(s *string) string {
 }
 
 // commodityID checks that the commodity id is present and an integer.
-func commodityID(f *apierr.Fields, v Nullable[float64]) int {
+func commodityID(f *apierr.Fields, v httpx.Nullable[float64]) int {
 	if v.Value == nil {
 		f.Add("commodityId", "required", "is required", nil)
 		return 0
@@ -674,11 +662,11 @@ func (a *CarrierAssignment) Validate(f *apierr.Fields) {
 
 // ProofForm is a proof of delivery as sent (the list form names the load).
 type ProofForm struct {
-	LoadID              string                    `json:"loadId"`
-	WeightNet           Nullable[float64]         `json:"weightNet"`
-	TicketNumber        string                    `json:"ticketNumber"`
-	VehicleRegistration string                    `json:"vehicleRegistration"`
-	Files               Nullable[[]filestore.Ref] `json:"files"`
+	LoadID              string                          `json:"loadId"`
+	WeightNet           httpx.Nullable[float64]         `json:"weightNet"`
+	TicketNumber        string                          `json:"ticketNumber"`
+	VehicleRegistration string                          `json:"vehicleRegistration"`
+	Files               httpx.Nullable[[]filestore.Ref] `json:"files"`
 }
 
 // Validate records every failing field and returns the proof.

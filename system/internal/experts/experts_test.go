@@ -3,6 +3,7 @@ package experts_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/agritrade/api/platform/outbox/outboxtest"
@@ -243,21 +245,30 @@ func TestIsImageOrDocument(t *testing.T) {
 	}
 }
 
-// FuzzNewQuestion: any body shape gets an answer (no panic), and an accepted
-// draft keeps the rules.
+// FuzzNewQuestion: any body shape gets an answer (no panic), and a draft of
+// a body the binder accepts keeps the rules.
 func FuzzNewQuestion(f *testing.F) {
 	f.Add("Why yellow?", `null`)
 	f.Add("", `[{"id":"x"}]`)
 	f.Add(strings.Repeat("q", 1001), `"files"`)
 	f.Add("q", `[{"id":1}]`)
 	f.Fuzz(func(t *testing.T, question, files string) {
-		d := experts.NewQuestion(experts.QuestionInput{Question: &question, Files: []byte(files)})
+		q, _ := json.Marshal(question)
+		var in experts.QuestionInput
+		if fe, err := httpx.Decode([]byte(`{"question":`+string(q)+`,"files":`+files+`}`), &in); err != nil || !fe.Empty() {
+			return // the binder's answer (tested in httpx)
+		}
+		d := experts.NewQuestion(in)
 		if d.Fields.Empty() {
 			if strings.TrimSpace(d.Question) == "" || len([]rune(d.Question)) > experts.MaxQuestionLen || len(d.Refs) > experts.MaxFiles {
 				t.Fatalf("accepted %q with %d files", d.Question, len(d.Refs))
 			}
 		}
-		g := experts.NewGrainSample(experts.GrainSampleInput{Files: []byte(files)})
+		var gin experts.GrainSampleInput
+		if fe, err := httpx.Decode([]byte(`{"files":`+files+`}`), &gin); err != nil || !fe.Empty() {
+			return
+		}
+		g := experts.NewGrainSample(gin)
 		if g.Fields.Empty() && (len(g.Refs) == 0 || len(g.Refs) > experts.MaxFiles) {
 			t.Fatalf("accepted a grain sample with %d files", len(g.Refs))
 		}

@@ -4,8 +4,6 @@
 package experts
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -35,16 +33,16 @@ const (
 	MaxFiles       = 20
 )
 
-// QuestionInput is the body of "ask an ag expert". Files stays raw so that a
-// missing member (required) can be told from null (allowed).
+// QuestionInput is the body of "ask an ag expert". Files tells a missing
+// member (required) from null (allowed).
 type QuestionInput struct {
-	Question *string         `json:"question"`
-	Files    json.RawMessage `json:"files"`
+	Question *string                         `json:"question"`
+	Files    httpx.Nullable[[]filestore.Ref] `json:"files"`
 }
 
 // GrainSampleInput is the body of "ask an ag expert about a grain sample".
 type GrainSampleInput struct {
-	Files json.RawMessage `json:"files"`
+	Files httpx.Nullable[[]filestore.Ref] `json:"files"`
 }
 
 // Draft is a request whose shape is valid so far; its files still have to be
@@ -82,30 +80,18 @@ func NewGrainSample(in GrainSampleInput) Draft {
 
 // parseFiles reads the files member: present, null or a list of at most
 // MaxFiles references (at least one when required).
-func parseFiles(raw json.RawMessage, f *apierr.Fields, required bool) ([]filestore.Ref, bool) {
-	trimmed := bytes.TrimSpace(raw)
-	isNull := bytes.Equal(trimmed, []byte("null"))
+func parseFiles(files httpx.Nullable[[]filestore.Ref], f *apierr.Fields, required bool) ([]filestore.Ref, bool) {
 	switch {
-	case len(trimmed) == 0:
+	case !files.Set:
 		f.Add("files", "required", "is required (a list of file references, or null)", nil)
 		return nil, false
-	case isNull && required:
+	case files.Value == nil && required:
 		f.Add("files", "min_items", "must hold at least one file", map[string]any{"min": 1})
 		return nil, false
-	case isNull:
+	case files.Value == nil:
 		return nil, true
 	}
-	var refs []filestore.Ref
-	if err := httpx.DecodeJSON(trimmed, "files", &refs); err != nil {
-		if ae, ok := apierr.As(err); ok && ae.Code == apierr.CodeValidation {
-			for _, fe := range ae.Validation {
-				f.Add(fe.Path, fe.Code, fe.Message, fe.Data)
-			}
-		} else {
-			f.Add("files", "type", "must be a list of file references", nil)
-		}
-		return nil, false
-	}
+	refs := *files.Value
 	switch {
 	case required && len(refs) == 0:
 		f.Add("files", "min_items", "must hold at least one file", map[string]any{"min": 1})
