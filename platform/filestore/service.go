@@ -53,6 +53,9 @@ type Options struct {
 	ThumbSizes       []string
 	ThumbMaxPixels   int64
 	ThumbConcurrency int
+	// ThumbEager makes every size of an image right after it is stored
+	// (files.thumb_eager), in the background, when a thumbnail slot is free.
+	ThumbEager bool
 }
 
 // Service is module.Deps.Files: uploads, reads, archives and resolves files.
@@ -139,6 +142,7 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 		ThumbSizes:       cfg.Files.ThumbSizes,
 		ThumbMaxPixels:   cfg.Files.ThumbMaxPixels,
 		ThumbConcurrency: cfg.Files.ThumbConcurrency,
+		ThumbEager:       cfg.Files.ThumbEager,
 	}), nil
 }
 
@@ -222,6 +226,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	s.sign(rec)
 	logging.Ctx(ctx, s.opts.Log).WithFields(logrus.Fields{"file": rec.ID, "bucket": rec.Bucket, "type": rec.Type, "contentType": rec.ContentType, "bytes": rec.Size, "key": rec.Path}).Debug("file stored")
+	s.startEagerThumbs(rec)
 	return rec, nil
 }
 
