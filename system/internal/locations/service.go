@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/config"
@@ -95,7 +96,22 @@ func (s *Service) Search(ctx context.Context, q place.SearchQuery) ([]place.Sear
 			return nil, 0, apierr.NotFound("container")
 		}
 	}
-	return p.Search(ctx, q)
+	started := time.Now()
+	res, total, err := p.Search(ctx, q)
+	// What was asked stays out of the line (addresses are personal data): its
+	// length, the container and what the provider answered are enough to
+	// follow a provider's behaviour.
+	s.debug(ctx, p, "address search", started, err).WithFields(logrus.Fields{"textLength": len(q.Text), "country": q.Country, "container": q.Container != "", "results": len(res), "total": total}).Debug("location provider answered")
+	return res, total, err
+}
+
+// debug is the entry of a provider call's debug line.
+func (s *Service) debug(ctx context.Context, p place.Provider, op string, started time.Time, err error) logrus.FieldLogger {
+	e := logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"provider": p.Source(), "op": op, "duration": time.Since(started).String()})
+	if err != nil {
+		e = e.WithError(err)
+	}
+	return e
 }
 
 // ByAddressID resolves an address id with the provider named by source, or
@@ -119,13 +135,18 @@ func (s *Service) ByAddressID(ctx context.Context, id, source string) (*place.Lo
 			return nil, apierr.NotFound("address")
 		}
 	}
-	return p.Resolve(ctx, id)
+	started := time.Now()
+	loc, err := p.Resolve(ctx, id)
+	s.debug(ctx, p, "resolve address id", started, err).Debug("location provider answered")
+	return loc, err
 }
 
 // ByCoordinates answers the location nearest a valid point, with its
 // three-word address when a three-word service is configured.
 func (s *Service) ByCoordinates(ctx context.Context, c place.Coordinates) (*place.Location, error) {
+	started := time.Now()
 	loc, err := s.primary.Reverse(ctx, c)
+	s.debug(ctx, s.primary, "reverse geocode", started, err).Debug("location provider answered")
 	if err != nil {
 		return nil, err
 	}

@@ -114,6 +114,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, in Input) (*Cre
 		}
 		err = s.store.insert(ctx, s.db, row)
 		if err == nil {
+			logging.Ctx(ctx, s.log).WithField("code", row.Code).WithField("template", row.Template).Debug("short link created")
 			return s.created(row), nil
 		}
 		if !db.IsUniqueViolation(err) {
@@ -162,6 +163,7 @@ func (s *Service) Follow(ctx context.Context, code string, v Visit) (string, err
 	if err := db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error { return s.store.countVisit(ctx, tx, visit) }); err != nil {
 		logging.Ctx(ctx, s.log).WithError(err).WithField("code", code).Warn("short link visit not counted")
 	}
+	logging.Ctx(ctx, s.log).WithField("code", code).WithField("agent", visit.AgentClass).Debug("short link followed")
 	return row.Target, nil
 }
 
