@@ -8,7 +8,6 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
-	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
@@ -68,17 +67,14 @@ type Service struct {
 	now       func() time.Time
 }
 
-// NewService reads the templates and the allow-list from the configuration.
-func NewService(bdb *bun.DB, cfg *config.Config, log logrus.FieldLogger) (*Service, error) {
-	sc, err := ReadConfig(cfg)
+// NewService checks the templates and the allow-list of the shortlinks
+// section; baseURL is the API's ({base_url} of a template, always allowed).
+func NewService(bdb *bun.DB, sc Config, baseURL string, log logrus.FieldLogger) (*Service, error) {
+	ts, err := NewTemplates(sc.Templates, baseURL)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := NewTemplates(sc.Templates, cfg.BaseURL)
-	if err != nil {
-		return nil, err
-	}
-	allow, err := NewAllowList(sc.AllowedHosts, cfg.BaseURL)
+	allow, err := NewAllowList(sc.AllowedHosts, baseURL)
 	if err != nil {
 		return nil, err
 	}
