@@ -648,3 +648,31 @@ func TestTus_CutMidChunk_ResumedExact_TerminateAborts(t *testing.T) {
 		}
 	})
 }
+
+// TestTus_UnstagedUpload_FinishesByReadBack: an upload without a reserved
+// file key (made before migration 0035) goes on as scratch chunks read back
+// as the body of an ordinary upload at the end: same file, nothing left.
+func TestTus_UnstagedUpload_FinishesByReadBack(t *testing.T) {
+	forEach(t, nil, func(t *testing.T, e *env) {
+		s := e.Server
+		content := pngContent(300 << 10)
+		path := tusCreate(t, s, farmer, len(content), imageMeta("old.png"))
+		id := path[strings.LastIndex(path, "/")+1:]
+		if _, err := s.Platform.DB.NewUpdate().Table("system_uploads").Set("file_key = ''").Where("id = ?", id).Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		mustPatch(t, s, farmer, path, 0, content[:100<<10])
+		mustPatch(t, s, farmer, path, 100<<10, content[100<<10:200<<10])
+		if got := chunks(e.objects(t)); len(got) != 2 {
+			t.Fatalf("store holds %v, want 2 scratch chunks", got)
+		}
+		r := mustPatch(t, s, farmer, path, 200<<10, content[200<<10:])
+		checkFile(t, s, farmer, r.Header.Get("Upload-File-Id"), content)
+		if got := e.objects(t); len(got) != 1 {
+			t.Fatalf("store holds %v", got)
+		}
+		if _, p := uploadRows(t, s); p != 0 {
+			t.Fatalf("%d part rows left", p)
+		}
+	})
+}
