@@ -19,8 +19,8 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
-	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -181,13 +181,15 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	head = head[:n]
 	if n == 0 {
-		return nil, apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "must not be empty", Data: map[string]any{}})
+		return nil, errEmptyFile()
 	}
 	contentType, executable := Sniff(head)
-	if slices.Contains(Buckets, u.bucket) && !Accepts(u.bucket, contentType, executable) {
-		return nil, apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType)
+	if slices.Contains(Buckets, u.bucket) {
+		if err := refused(u.bucket, contentType, executable); err != nil {
+			return nil, err
+		}
 	}
-	rec := s.newRecord(p, u.bucket, contentType)
+	rec := s.newRecord(ctx, p, u.bucket, contentType)
 	body := &uploadReader{r: io.MultiReader(bytes.NewReader(head), in.Body), hash: sha256.New(), max: s.opts.MaxBytes}
 	size, err := s.blobs.Put(ctx, rec.Path, body)
 	if err != nil {
@@ -213,8 +215,8 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		if u, err = validateInput(p, full); err != nil {
 			return discard(err)
 		}
-		if !Accepts(u.bucket, contentType, executable) {
-			return discard(apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType))
+		if err := refused(u.bucket, contentType, executable); err != nil {
+			return discard(err)
 		}
 	}
 	rec.Bucket, rec.Type, rec.Name, rec.OrganisationID, rec.Organisations = u.bucket, u.typ, u.name, u.org, u.orgs
@@ -230,12 +232,26 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	return rec, nil
 }
 
+// errEmptyFile is the answer to an upload without a byte.
+func errEmptyFile() error {
+	return apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "must not be empty", Data: map[string]any{}})
+}
+
+// refused answers 415 when the bucket does not take content sniffed as
+// contentType (executable: a binary or a script).
+func refused(bucket, contentType string, executable bool) error {
+	if Accepts(bucket, contentType, executable) {
+		return nil
+	}
+	return apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", bucket, contentType)
+}
+
 // newRecord starts the record of a new file: its id and storage key. The key
 // starts with the bucket when it is known; a file sent before its bucket
 // waits under "incoming" (the record keeps the key).
-func (s *Service) newRecord(p *auth.Principal, bucket, contentType string) *Record {
+func (s *Service) newRecord(ctx context.Context, p *auth.Principal, bucket, contentType string) *Record {
 	now := s.opts.Now().UTC()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := ids.New(ctx)
 	prefix := bucket
 	if !slices.Contains(Buckets, prefix) {
 		prefix = "incoming"

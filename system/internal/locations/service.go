@@ -9,13 +9,11 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/apierr"
-	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/system/internal/locations/gazetteer"
 	"github.com/agritrade/api/system/internal/locations/outside"
 	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/sirupsen/logrus"
-	"github.com/uptrace/bun"
 )
 
 // Provider names of locations.provider.
@@ -40,19 +38,14 @@ type Service struct {
 	log   logrus.FieldLogger
 }
 
-// NewService builds the service from the configuration: locations.provider
+// NewService builds the service from the locations section: locations.provider
 // picks the primary provider, locations.three_word_key turns the three-word
 // service on. transport carries the calls to outside services (nil: the
 // default; the platform passes its tracing transport).
-func NewService(cfg *config.Config, bdb *bun.DB, log logrus.FieldLogger, transport http.RoundTripper) (*Service, error) {
-	lc, err := ReadConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	store := gazetteer.NewStore(bdb)
+func NewService(lc Config, baseURL string, store *gazetteer.Store, log logrus.FieldLogger, transport http.RoundTripper) (*Service, error) {
 	gaz := gazetteer.NewGazetteer(store, lc.MaxDistanceKm)
 	s := &Service{store: store, primary: gaz, bySource: map[string]place.Provider{gaz.Source(): gaz}, words: gaz, log: log}
-	client := outside.NewClient(lc.ClientConfig, cfg.BaseURL, transport)
+	client := outside.NewClient(lc.ClientConfig, baseURL, transport)
 	switch strings.ToLower(strings.TrimSpace(lc.Provider)) {
 	case "", ProviderGazetteer:
 	case ProviderNominatim:
