@@ -11,6 +11,7 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
 )
@@ -127,7 +128,7 @@ func (s *Service) target(ctx context.Context, tx store, p *auth.Principal, d Dra
 	}
 	now := s.now().UTC()
 	row := &conversationRow{
-		ID: uuid.Must(uuid.NewV7()).String(), Title: nonEmpty(d.Title), ListingID: nonEmpty(d.ListingID), ListingType: nonEmpty(d.ListingType),
+		ID: ids.New(ctx), Title: nonEmpty(d.Title), ListingID: nonEmpty(d.ListingID), ListingType: nonEmpty(d.ListingType),
 		CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := tx.insertConversation(ctx, row); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -102,6 +103,9 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, in Input) (*Cre
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		row.Code = newCode()
+		if code, ok := ids.Fixed(ctx); ok && attempt == 0 {
+			row.Code = code // the demo's link, cited by the documents' examples
+		}
 		err = s.store.insert(ctx, row)
 		if err == nil {
 			logging.Ctx(ctx, s.log).WithField("code", row.Code).WithField("template", row.Template).Debug("short link created")
