@@ -327,15 +327,7 @@ func (s *Service) Wishlist(ctx context.Context, p *auth.Principal, id string, on
 
 // Search answers a page of the listings p may see that match, and the total.
 func (s *Service) Search(ctx context.Context, p *auth.Principal, sr Search) ([]*Listing, int, error) {
-	total, err := s.store.Count(ctx, viewer(p), sr.Filter)
-	if err != nil {
-		return nil, 0, err
-	}
-	if total == 0 || sr.Page.Offset >= total {
-		return []*Listing{}, total, nil
-	}
-	list, err := s.store.Search(ctx, viewer(p), sr)
-	return list, total, err
+	return s.store.Search(ctx, viewer(p), sr)
 }
 
 // Facets is the answer of a search with docs=false.

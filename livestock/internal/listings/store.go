@@ -84,6 +84,8 @@ type listingRow struct {
 
 	DistanceKm   *float64 `bun:"distance_km,scanonly"`
 	IsWishlisted bool     `bun:"is_wishlisted,scanonly"`
+	// Total is the search's number of matches, on every row of a page (Search).
+	Total int `bun:"total,scanonly"`
 }
 
 type infoRow struct {
@@ -586,29 +588,40 @@ func (s *Store) order(q *bun.SelectQuery, sr Search) {
 	q.OrderExpr("l.id" + dir)
 }
 
-// Search answers a page of a search in two steps: the ids of the page are
-// chosen from the index alone (filters, distance and the default order are all
-// in the search indexes), then only those rows are read.
-func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, error) {
-	page := s.db.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id")
+// Search answers a page of a search and the number of matches, in one
+// statement that reads the search index once: the ids of the page are chosen
+// from the index alone (filters, distance and the default order are all in the
+// search indexes), the count riding along as a window over the same matches,
+// then only the page's rows are read. Counting apart cost a second pass over
+// the box and a second statement to prepare, a third of the request.
+func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, int, error) {
+	page := s.db.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id").ColumnExpr("count(*) OVER () AS total")
 	s.where(page, v, sr.Filter, noFacet)
 	s.order(page, sr)
 	page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
 	var rows []listingRow
-	q := s.selectListings(&rows, v, sr).Where("l.id IN (?)", page)
+	q := s.selectListings(&rows, v, sr).ColumnExpr("p.total").Join("JOIN (?) AS p ON p.id = l.id", page)
 	s.order(q, sr)
 	if err := q.Scan(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if len(rows) == 0 {
+		// Past the last match (or none): the window had no row to ride on.
+		if sr.Page.Offset == 0 {
+			return []*Listing{}, 0, nil
+		}
+		total, err := s.Count(ctx, v, sr.Filter)
+		return []*Listing{}, total, err
 	}
 	out := make([]*Listing, len(rows))
 	for i := range rows {
 		l, err := rows[i].listing()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out[i] = l
 	}
-	return out, nil
+	return out, rows[0].Total, nil
 }
 
 // Count answers how many listings a search matches.
