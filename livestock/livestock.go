@@ -24,8 +24,8 @@ var migrationFiles embed.FS
 type Module struct {
 	module.Base
 	deps       module.Deps
-	categories *categories.Service
-	listings   *listings.Service
+	categories *categories.Feature
+	listings   *listings.Feature
 }
 
 // New builds the module over the platform's shared parts.
@@ -34,19 +34,28 @@ func New(deps module.Deps) *Module {
 	if err != nil {
 		panic(err) // the directory is embedded at build time
 	}
-	cats := categories.NewService(categories.NewStore(deps.DB))
+	// A feature refuses only missing dependencies: a wiring mistake, like a
+	// missing embedded directory above.
+	cats, err := categories.New(categories.Deps{DB: deps.DB})
+	if err != nil {
+		panic(err)
+	}
+	ls, err := listings.New(listings.Deps{DB: deps.DB, Files: deps.Files, Categories: cats, Log: deps.Log.Component("listings")})
+	if err != nil {
+		panic(err)
+	}
 	return &Module{
 		Base:       module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
 		deps:       deps,
 		categories: cats,
-		listings:   listings.NewService(listings.NewStore(deps.DB), deps.Files, cats, deps.Log.Component("listings")),
+		listings:   ls,
 	}
 }
 
 // Mount binds the module's routes.
 func (m *Module) Mount(r module.Routes) {
-	categories.NewHandler(m.categories).Mount(r.API)
-	listings.NewHandler(m.listings).Mount(r.API)
+	m.categories.Mount(r.API)
+	m.listings.Mount(r.API)
 }
 
 // Run matches newly active listings against the saved searches until ctx

@@ -31,8 +31,8 @@ type Commodities interface {
 // Module is the Logistics module.
 type Module struct {
 	module.Base
-	loads   *loads.Handler
-	imports *imports.Handler
+	loads   *loads.Feature
+	imports *imports.Feature
 }
 
 // New builds the module over the platform's shared parts and the reference
@@ -46,11 +46,20 @@ func New(deps module.Deps, commodities Commodities) *Module {
 		name, unit, conversion, found, err := commodities.LookupCommodity(ctx, id)
 		return loads.Commodity{ID: id, Name: name, Unit: unit, Conversion: conversion}, found, err
 	}
-	svc := loads.NewService(loads.NewStore(deps.DB), lookup, deps.Files, deps.Log.Component("loads"))
+	// A feature refuses only missing dependencies: a wiring mistake, like a
+	// missing embedded directory above.
+	l, err := loads.New(loads.Deps{DB: deps.DB, Commodities: lookup, Files: deps.Files, Log: deps.Log.Component("loads"), MaxItems: deps.Config.HTTP.MaxListItems})
+	if err != nil {
+		panic(err)
+	}
+	im, err := imports.New(imports.Deps{Loads: l.Service, Log: deps.Log.Component("loads:import"), MaxUpload: deps.Config.Files.MaxUploadMB << 20, Imports: deps.Imports})
+	if err != nil {
+		panic(err)
+	}
 	return &Module{
 		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
-		loads:   loads.NewHandler(svc, deps.Config.HTTP.MaxListItems),
-		imports: imports.NewHandler(imports.NewService(svc, deps.Log.Component("loads:import")), deps.Config.Files.MaxUploadMB<<20, deps.Imports),
+		loads:   l,
+		imports: im,
 	}
 }
 

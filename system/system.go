@@ -5,10 +5,11 @@ package system
 import (
 	"context"
 	"embed"
-	"github.com/agritrade/api/platform/auth"
+	"errors"
 	"io"
 	"io/fs"
 
+	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/system/internal/admin"
@@ -19,6 +20,7 @@ import (
 	"github.com/agritrade/api/system/internal/messaging"
 	"github.com/agritrade/api/system/internal/refdata"
 	"github.com/agritrade/api/system/internal/shortlinks"
+	"github.com/gin-gonic/gin"
 )
 
 // Name is the module's path segment and log name.
@@ -33,19 +35,20 @@ var migrationFiles embed.FS
 // Module is the System module.
 type Module struct {
 	module.Base
-	deps    module.Deps
-	refdata *refdata.Service
-	admin   *admin.Service
-	// locations answers the location lookups; locationsErr keeps a
-	// configuration error until Seed reports it at start-up.
-	locations    *locations.Service
-	locationsErr error
-	// shortlinks serves short URLs; shortlinksErr keeps a configuration error
-	// (templates, allow-list) until Seed reports it at start-up.
-	shortlinks    *shortlinks.Service
-	shortlinksErr error
-	// uploads keeps resumable uploads (tus) and sweeps the expired ones.
-	uploads *files.Resumable
+	deps module.Deps
+	// The features, each built by its New and mounted by its Mount.
+	refdata    *refdata.Feature
+	admin      *admin.Feature
+	files      *files.Feature
+	messaging  *messaging.Feature
+	experts    *experts.Feature
+	shortlinks *shortlinks.Feature
+	locations  *locations.Feature
+	features   []feature
+	// err keeps what the feature constructors refused (a configuration
+	// error such as an unknown locations.provider) until Seed reports it at
+	// start-up; the features that were built still mount.
+	err error
 }
 
 // New builds the module over the platform's shared parts.
@@ -55,65 +58,75 @@ func New(deps module.Deps) *Module {
 		panic(err) // the directory is embedded at build time
 	}
 	m := &Module{
-		Base:    module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
-		deps:    deps,
-		refdata: refdata.NewService(refdata.NewStore(deps.DB), deps.Cache, deps.Log.Component("refdata")),
-		admin:   admin.NewService(deps.Cache, deps.Auth, deps.Bus, deps.Log.Component("cache")),
+		Base: module.Base{ModuleName: Name, ModuleVersion: Version, MigrationFS: sub, Document: openapiYAML},
+		deps: deps,
 	}
-	m.locations, m.locationsErr = locations.NewService(deps.Config, deps.DB, deps.Log.Component("locations"), deps.Tracing.Transport(nil))
-	m.shortlinks, m.shortlinksErr = shortlinks.NewService(deps.DB, deps.Config, deps.Log.Component("shortlinks"))
-	if deps.Files != nil {
+	var err1, err2, err3, err4, err5, err6, err7 error
+	m.refdata, err1 = refdata.New(refdata.Deps{DB: deps.DB, Cache: deps.Cache, Log: deps.Log.Component("refdata"), MaxUpload: deps.Config.Files.MaxUploadMB << 20, Imports: deps.Imports})
+	m.add(m.refdata, err1)
+	m.admin, err2 = admin.New(admin.Deps{Cache: deps.Cache, Secrets: deps.Auth, Bus: deps.Bus, Log: deps.Log.Component("cache")})
+	m.add(m.admin, err2)
+	m.files, err3 = files.New(files.Deps{DB: deps.DB, Files: deps.Files, Log: deps.Log, BaseURL: deps.Config.BaseURL, ResumableTTL: deps.Config.Files.ResumableTTL})
+	m.add(m.files, err3)
+	if err3 == nil {
 		// The records' URLs point at this module's download route
-		// (files.Handler.Mount: GET /files/:id under /system/v1).
+		// (files.Handler: GET /files/:id under /system/v1).
 		deps.Files.ServeAt("/" + Name + "/v1/files")
-		m.uploads = files.NewResumable(deps.DB, deps.Files, deps.Config.Files.ResumableTTL, deps.Log.Component("uploads"))
 	}
+	m.messaging, err4 = messaging.New(messaging.Deps{DB: deps.DB})
+	m.add(m.messaging, err4)
+	m.experts, err5 = experts.New(experts.Deps{DB: deps.DB, Files: deps.Files})
+	m.add(m.experts, err5)
+	m.shortlinks, err6 = shortlinks.New(shortlinks.Deps{Config: deps.Config, DB: deps.DB, Log: deps.Log.Component("shortlinks"), RateLimit: deps.RateLimit})
+	m.add(m.shortlinks, err6)
+	m.locations, err7 = locations.New(locations.Deps{Config: deps.Config, DB: deps.DB, Log: deps.Log.Component("locations"), Transport: deps.Tracing.Transport(nil), RateLimit: deps.RateLimit})
+	m.add(m.locations, err7)
 	return m
 }
 
-// Mount binds the module's routes.
-func (m *Module) Mount(r module.Routes) {
-	refdata.Mount(r.API, m.refdata, m.deps.Config.Files.MaxUploadMB<<20, m.deps.Imports)
-	admin.Mount(r.API, m.admin)
-	files.New(m.deps.Files, m.deps.Log.Component("files")).Mount(r.API)
-	if m.uploads != nil {
-		files.NewUploads(m.uploads, m.deps.Config.BaseURL).Mount(r.API)
+// feature is what every feature's New builds.
+type feature interface{ Mount(g gin.IRouter) }
+
+// add keeps a built feature for Mount, or what its constructor refused.
+func (m *Module) add(f feature, err error) {
+	if err != nil {
+		m.err = errors.Join(m.err, err)
+		return
 	}
-	messaging.Mount(r.API, messaging.NewService(m.deps.DB))
+	m.features = append(m.features, f)
+}
+
+// Mount binds the module's routes: every feature that was built.
+func (m *Module) Mount(r module.Routes) {
+	for _, f := range m.features {
+		f.Mount(r.API)
+	}
 	if m.deps.Events != nil {
 		// The caller's live event stream (platform/events).
 		r.API.GET("/events", auth.RequireAuth(), httpx.H(m.deps.Events.Serve))
 	}
-	experts.Mount(r.API, experts.NewService(m.deps.DB, m.deps.Files))
 	if m.shortlinks != nil {
 		// The redirect lives at the root (/s/{code}) but is the System module's.
-		root := r.Root.Group("", httpx.Scope(m.deps.Log, Version))
-		shortlinks.Mount(r.API, root, m.shortlinks, m.deps.RateLimit)
-	}
-	if m.locations != nil {
-		locations.Mount(r.API, m.locations, m.deps.RateLimit)
+		m.shortlinks.MountRoot(r.Root.Group("", httpx.Scope(m.deps.Log, Version)))
 	}
 }
 
 // Run removes expired resumable uploads, rows and bytes, every
 // files.sweep_interval (module.Runner).
 func (m *Module) Run(ctx context.Context) error {
-	if m.uploads == nil {
+	if m.files == nil {
 		<-ctx.Done()
 		return nil
 	}
-	return m.uploads.Run(ctx, m.deps.Config.Files.SweepInterval)
+	return m.files.Run(ctx, m.deps.Config.Files.SweepInterval)
 }
 
 // Seed fills the module's reference data after migrating (module.Seeder):
 // commodities and countries (nothing when the database already holds the
 // committed version), then the location gazetteer.
 func (m *Module) Seed(ctx context.Context) error {
-	if m.shortlinksErr != nil {
-		return m.shortlinksErr
-	}
-	if m.locationsErr != nil {
-		return m.locationsErr
+	if m.err != nil {
+		return m.err
 	}
 	if err := m.refdata.Seed(ctx); err != nil {
 		return err
@@ -135,8 +148,8 @@ type GazetteerImport = gazetteer.ImportStats
 // from its columns) into the location gazetteer, writing a progress line to
 // progress (may be nil) every 100 000 lines. The database must be migrated.
 func (m *Module) ImportGazetteer(ctx context.Context, r io.Reader, progress io.Writer) (GazetteerImport, error) {
-	if m.locationsErr != nil {
-		return GazetteerImport{}, m.locationsErr
+	if m.locations == nil {
+		return GazetteerImport{}, m.err
 	}
 	im := m.locations.NewImporter()
 	im.Progress = progress

@@ -146,6 +146,8 @@ func Open(ctx context.Context, cfg *config.Config, o Options) (*Platform, error)
 		_ = p.Close()
 		return nil, fmt.Errorf("file store: %w", err)
 	}
+	// Before the database and Redis close: thumbnails made at upload finish first.
+	p.closers = append(p.closers, p.Files.Close)
 	p.RateLimit = ratelimit.New(cfg, p.Redis)
 	p.registerMetrics(ctx)
 	p.Events = events.NewHub(p.DB, p.Bus, p.Log.Component("events"), events.Options{

@@ -171,6 +171,8 @@ type Files struct {
 	ThumbSizes       []string `mapstructure:"thumb_sizes"`
 	ThumbMaxPixels   int64    `mapstructure:"thumb_max_pixels"`
 	ThumbConcurrency int      `mapstructure:"thumb_concurrency"`
+	// ThumbEager makes an image's thumbnails right after its upload.
+	ThumbEager bool `mapstructure:"thumb_eager"`
 }
 
 // S3 configures an S3-compatible object store.
@@ -383,6 +385,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("files.thumb_sizes", []string{"100x100", "300x300", "600x0", "1200x0"})
 	v.SetDefault("files.thumb_max_pixels", 50_000_000)
 	v.SetDefault("files.thumb_concurrency", 2)
+	v.SetDefault("files.thumb_eager", true)
 	v.SetDefault("cache.backend", "memory")
 	v.SetDefault("cache.ttl", 10*time.Minute)
 	v.SetDefault("cache.max_entries", 10000)

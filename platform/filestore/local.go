@@ -191,3 +191,85 @@ func (l *Local) Ping(context.Context) error {
 	}
 	return nil
 }
+
+// Append writes r at offset of key (appender): the file is cut back to
+// offset first, so that what a failed or abandoned write left past it goes,
+// written as the body arrives, synced before it answers (an offset a client
+// is told survives a crash), and cut back to offset again when r or the disk
+// fails. A file shorter than offset answers ErrShort.
+func (l *Local) Append(ctx context.Context, key string, offset int64, r io.Reader) (n int64, err error) {
+	p, err := l.path(key)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		return 0, err
+	}
+	flag := os.O_WRONLY
+	if offset == 0 {
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(p, flag, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, ErrShort
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Truncate(offset)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if st.Size() < offset {
+		return 0, ErrShort
+	}
+	if err = f.Truncate(offset); err != nil {
+		return 0, err
+	}
+	if _, err = f.Seek(offset, io.SeekStart); err != nil {
+		return 0, err
+	}
+	// The context is checked between reads: a writer whose lease ran out
+	// stops before another may take the upload over.
+	if n, err = io.CopyBuffer(writerOnly{f}, ctxReader{ctx: ctx, r: r}, make([]byte, copyBufferSize)); err != nil {
+		return n, err
+	}
+	return n, f.Sync()
+}
+
+// Rename moves the file at src to dst (appender), on the same file system.
+func (l *Local) Rename(_ context.Context, src, dst string) error {
+	from, err := l.path(src)
+	if err != nil {
+		return err
+	}
+	to, err := l.path(dst)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o750); err != nil {
+		return err
+	}
+	return os.Rename(from, to)
+}
+
+// ctxReader stops reading once ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

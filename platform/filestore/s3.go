@@ -149,20 +149,52 @@ func (s *S3) Stat(ctx context.Context, key string) (int64, error) {
 	return info.Size, nil
 }
 
-// Join makes dst of srcs, in order, inside the store (ComposeObject: one
-// UploadPartCopy per source; every source but the last 5 MiB or more).
-func (s *S3) Join(ctx context.Context, dst string, srcs []string) error {
-	if err := checkKey(dst); err != nil {
+// StartParts begins a multipart upload of key (parter).
+func (s *S3) StartParts(ctx context.Context, key string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	return s.core.NewMultipartUpload(ctx, s.bucket, s.prefix+key, minio.PutObjectOptions{ContentType: TypeOctet})
+}
+
+// PutPart streams r (size bytes) as one part: the request's body is r itself,
+// signed as it streams, never held in memory.
+func (s *S3) PutPart(ctx context.Context, key, uploadID string, number int, r io.Reader, size int64) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	part, err := s.core.PutObjectPart(ctx, s.bucket, s.prefix+key, uploadID, number, r, size, minio.PutObjectPartOptions{})
+	if err != nil {
+		if minio.ToErrorResponse(err).Code == minio.NoSuchUpload {
+			return "", ErrNoSuchUpload
+		}
+		return "", err
+	}
+	return part.ETag, nil
+}
+
+// CompleteParts makes the object of its parts, in order.
+func (s *S3) CompleteParts(ctx context.Context, key, uploadID string, parts []Part) error {
+	if err := checkKey(key); err != nil {
 		return err
 	}
-	opts := make([]minio.CopySrcOptions, len(srcs))
-	for i, k := range srcs {
-		if err := checkKey(k); err != nil {
-			return err
-		}
-		opts[i] = minio.CopySrcOptions{Bucket: s.bucket, Object: s.prefix + k}
+	done := make([]minio.CompletePart, len(parts))
+	for i, p := range parts {
+		done[i] = minio.CompletePart{PartNumber: p.Number, ETag: p.ETag}
 	}
-	_, err := s.client.ComposeObject(ctx, minio.CopyDestOptions{Bucket: s.bucket, Object: s.prefix + dst}, opts...)
+	_, err := s.core.CompleteMultipartUpload(ctx, s.bucket, s.prefix+key, uploadID, done, minio.PutObjectOptions{ContentType: TypeOctet})
+	return err
+}
+
+// AbortParts aborts a multipart upload; one already gone is not an error.
+func (s *S3) AbortParts(ctx context.Context, key, uploadID string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	err := s.core.AbortMultipartUpload(ctx, s.bucket, s.prefix+key, uploadID)
+	if err != nil && minio.ToErrorResponse(err).Code == minio.NoSuchUpload {
+		return nil
+	}
 	return err
 }
 

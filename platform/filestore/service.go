@@ -53,6 +53,9 @@ type Options struct {
 	ThumbSizes       []string
 	ThumbMaxPixels   int64
 	ThumbConcurrency int
+	// ThumbEager makes every size of an image right after it is stored
+	// (files.thumb_eager), in the background, when a thumbnail slot is free.
+	ThumbEager bool
 }
 
 // Service is module.Deps.Files: uploads, reads, archives and resolves files.
@@ -139,6 +142,7 @@ func Open(ctx context.Context, cfg *config.Config, bdb *bun.DB, signer *auth.Sig
 		ThumbSizes:       cfg.Files.ThumbSizes,
 		ThumbMaxPixels:   cfg.Files.ThumbMaxPixels,
 		ThumbConcurrency: cfg.Files.ThumbConcurrency,
+		ThumbEager:       cfg.Files.ThumbEager,
 	}), nil
 }
 
@@ -177,11 +181,13 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	head = head[:n]
 	if n == 0 {
-		return nil, apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "must not be empty", Data: map[string]any{}})
+		return nil, errEmptyFile()
 	}
 	contentType, executable := Sniff(head)
-	if slices.Contains(Buckets, u.bucket) && !Accepts(u.bucket, contentType, executable) {
-		return nil, apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType)
+	if slices.Contains(Buckets, u.bucket) {
+		if err := refused(u.bucket, contentType, executable); err != nil {
+			return nil, err
+		}
 	}
 	rec := s.newRecord(p, u.bucket, contentType)
 	body := &uploadReader{r: io.MultiReader(bytes.NewReader(head), in.Body), hash: sha256.New(), max: s.opts.MaxBytes}
@@ -209,8 +215,8 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 		if u, err = validateInput(p, full); err != nil {
 			return discard(err)
 		}
-		if !Accepts(u.bucket, contentType, executable) {
-			return discard(apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", u.bucket, contentType))
+		if err := refused(u.bucket, contentType, executable); err != nil {
+			return discard(err)
 		}
 	}
 	rec.Bucket, rec.Type, rec.Name, rec.OrganisationID, rec.Organisations = u.bucket, u.typ, u.name, u.org, u.orgs
@@ -222,7 +228,22 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	}
 	s.sign(rec)
 	logging.Ctx(ctx, s.opts.Log).WithFields(logrus.Fields{"file": rec.ID, "bucket": rec.Bucket, "type": rec.Type, "contentType": rec.ContentType, "bytes": rec.Size, "key": rec.Path}).Debug("file stored")
+	s.startEagerThumbs(rec)
 	return rec, nil
+}
+
+// errEmptyFile is the answer to an upload without a byte.
+func errEmptyFile() error {
+	return apierr.Invalid(apierr.FieldError{Path: "file", Code: "required", Message: "must not be empty", Data: map[string]any{}})
+}
+
+// refused answers 415 when the bucket does not take content sniffed as
+// contentType (executable: a binary or a script).
+func refused(bucket, contentType string, executable bool) error {
+	if Accepts(bucket, contentType, executable) {
+		return nil
+	}
+	return apierr.New(apierr.CodeUnsupportedMedia, "the %s bucket does not accept %s content", bucket, contentType)
 }
 
 // newRecord starts the record of a new file: its id and storage key. The key

@@ -46,13 +46,24 @@ const (
 //     handler's own work: about 28.5 h with the defaults. Without a bound
 //     (a deadline, the rate or the upload limit switched off) the configured
 //     age is used as it is.
+//   - s3, resumable uploads: an upload's multipart upload (staged.go) is
+//     initiated with its first part and lives until the upload expires,
+//     files.resumable_ttl after its creation, and a PATCH begun just before
+//     may go on for as long as an upload can (or uploadSlack, unbounded).
+//     The resumable upload's own expiry sweep aborts it; this sweeper must
+//     not do it first, so the age is at least that sum (about 52.5 h with
+//     the defaults): it only catches what the other one could not remove.
 func SweepAge(cfg *config.Config) time.Duration {
 	age := cfg.Files.TmpMaxAge
 	if age <= 0 {
 		age = DefaultSweepAge
 	}
 	if cfg.Files.Backend == "s3" {
-		age = max(age, LongestUpload(cfg.HTTP, cfg.Files.MaxUploadMB<<20))
+		longest := LongestUpload(cfg.HTTP, cfg.Files.MaxUploadMB<<20)
+		age = max(age, longest)
+		if cfg.Files.ResumableTTL > 0 {
+			age = max(age, cfg.Files.ResumableTTL+max(longest, uploadSlack))
+		}
 	}
 	return age
 }

@@ -213,8 +213,9 @@ func TestS3SweepAbortsAbandonedMultipartUploads(t *testing.T) {
 // TestSweepAgeCoversTheLongestLiveUpload: the local store sweeps at
 // files.tmp_max_age (its files show each write); the S3 store, whose uploads
 // show only when they began, never sweeps sooner than the longest upload the
-// body deadlines let through, and uses files.tmp_max_age when nothing bounds
-// uploads.
+// body deadlines let through, nor before a resumable upload's multipart
+// upload may still be written (files.resumable_ttl plus the longest upload),
+// and uses files.tmp_max_age when it is longer still.
 func TestSweepAgeCoversTheLongestLiveUpload(t *testing.T) {
 	cfg := config.Default()
 	if got := filestore.SweepAge(cfg); got != time.Hour {
@@ -223,16 +224,20 @@ func TestSweepAgeCoversTheLongestLiveUpload(t *testing.T) {
 	cfg.Files.Backend = "s3"
 	// 100 MiB (+1 MiB of form) at 1 KiB/s after a minute of grace, plus slack.
 	longest := time.Minute + 101*1024*time.Second
-	if got := filestore.SweepAge(cfg); got <= longest {
-		t.Fatalf("s3 sweep age %s, want more than the longest live upload %s", got, longest)
+	if got := filestore.SweepAge(cfg); got <= cfg.Files.ResumableTTL+longest {
+		t.Fatalf("s3 sweep age %s, want more than files.resumable_ttl %s + the longest live upload %s", got, cfg.Files.ResumableTTL, longest)
 	}
-	cfg.Files.TmpMaxAge = 72 * time.Hour
-	if got := filestore.SweepAge(cfg); got != 72*time.Hour {
+	cfg.Files.TmpMaxAge = 96 * time.Hour
+	if got := filestore.SweepAge(cfg); got != 96*time.Hour {
 		t.Fatalf("s3 sweep age %s, want the larger files.tmp_max_age", got)
 	}
 	cfg.Files.TmpMaxAge = time.Hour
 	cfg.HTTP.BodyMinRate = 0
+	if got, want := filestore.SweepAge(cfg), cfg.Files.ResumableTTL+10*time.Minute; got != want {
+		t.Fatalf("s3 sweep age without a rate bound %s, want files.resumable_ttl + slack %s", got, want)
+	}
+	cfg.Files.ResumableTTL = time.Minute
 	if got := filestore.SweepAge(cfg); got != time.Hour {
-		t.Fatalf("s3 sweep age without a rate bound %s, want files.tmp_max_age", got)
+		t.Fatalf("s3 sweep age, short resumable_ttl, no rate bound: %s, want files.tmp_max_age", got)
 	}
 }

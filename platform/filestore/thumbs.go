@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agritrade/api/platform/apierr"
@@ -51,10 +53,21 @@ type thumbs struct {
 	maxPixels int64
 	slots     chan struct{} // a semaphore: one token per making in progress
 	flight    singleflight.Group
+
+	// eager makes every size of an image as soon as it is stored.
+	eager bool
+	// pending holds, per source key, a channel closed when its eager making
+	// ends, so that a request arriving meanwhile waits for it instead of
+	// decoding the same photo a second time.
+	pending sync.Map
+	mu      sync.Mutex // guards closed and wg.Add against Close's Wait
+	closed  bool
+	wg      sync.WaitGroup
+	running atomic.Int64 // eager makings in progress, for WaitThumbnails
 }
 
 func newThumbs(o Options) *thumbs {
-	t := &thumbs{sizes: map[string]thumb.Spec{}, maxPixels: o.ThumbMaxPixels}
+	t := &thumbs{sizes: map[string]thumb.Spec{}, maxPixels: o.ThumbMaxPixels, eager: o.ThumbEager}
 	if t.maxPixels <= 0 {
 		t.maxPixels = DefaultThumbMaxPixels
 	}
@@ -153,6 +166,17 @@ func (s *Service) Thumbnail(ctx context.Context, rec *Record, spec thumb.Spec) (
 	if t, err := s.storedThumb(ctx, rec, spec); t != nil || err != nil {
 		return t, err
 	}
+	if done, ok := s.thumbs.pending.Load(rec.Path); ok {
+		// The photo's sizes are being made since its upload: wait for them.
+		select {
+		case <-ctx.Done():
+			return nil, apierr.Wrap(ctx.Err(), apierr.CodeBadRequest, "the request ended while its thumbnail was made")
+		case <-done.(chan struct{}):
+		}
+		if t, err := s.storedThumb(ctx, rec, spec); t != nil || err != nil {
+			return t, err
+		}
+	}
 	ch := s.thumbs.flight.DoChan(rec.Path+"|"+spec.String(), func() (_ any, err error) {
 		// DoChan re-raises a panic in a goroutine of its own, where nothing
 		// can recover it: a decoder tripping over hostile bytes would end the
@@ -250,4 +274,128 @@ func thumbRecord(rec *Record, spec thumb.Spec, key, contentType string, size int
 	t.Path, t.ContentType, t.Size, t.Hash = key, contentType, size, thumbHash(rec, spec)
 	t.Name = strings.TrimSuffix(rec.Name, path.Ext(rec.Name)) + "-" + spec.String() + thumb.Ext(contentType)
 	return &t
+}
+
+// Eager thumbnails. A photo is uploaded to be shown, most often as a tile at
+// once (the listing created with it, the app's gallery): making its sizes
+// on the first GET puts the full decode of a camera photo (hundreds of
+// milliseconds for 12 MP; Go's decoder cannot scale while decoding) in front
+// of the person waiting for the tile. With files.thumb_eager (the default),
+// a stored image gets every configured size right after its upload, from one
+// decode (thumb.MakeAll), in the background. It takes a thumbnail slot only
+// when one is free: a busy replica leaves the sizes to the first requests,
+// as before, so eager making never queues or adds up decoded images.
+
+// startEagerThumbs makes rec's thumbnails in the background when it is an
+// image, eager making is on and a slot is free.
+func (s *Service) startEagerThumbs(rec *Record) {
+	if !s.thumbs.eager || !isThumbSource(rec.ContentType) || len(s.thumbs.allowed) == 0 {
+		return
+	}
+	select {
+	case s.thumbs.slots <- struct{}{}:
+	default:
+		return // busy: each size is made by its first request
+	}
+	s.thumbs.mu.Lock()
+	if s.thumbs.closed {
+		s.thumbs.mu.Unlock()
+		<-s.thumbs.slots
+		return
+	}
+	s.thumbs.wg.Add(1)
+	s.thumbs.running.Add(1)
+	s.thumbs.mu.Unlock()
+	src := *rec
+	done := make(chan struct{})
+	s.thumbs.pending.Store(src.Path, done)
+	go func() {
+		defer s.thumbs.wg.Done()
+		defer s.thumbs.running.Add(-1)
+		defer func() { <-s.thumbs.slots }()
+		defer func() { s.thumbs.pending.Delete(src.Path); close(done) }()
+		defer func() {
+			if p := recover(); p != nil {
+				s.opts.Log.WithField("file", src.ID).Errorf("making the thumbnails of an upload: panic: %v", p)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), thumbTimeout)
+		defer cancel()
+		started := time.Now()
+		n, err := s.makeAllThumbs(ctx, &src)
+		log := s.opts.Log.WithField("file", src.ID)
+		if err != nil {
+			// Not an image after all, over the pixel limit, or the store
+			// failing: the first request answers the error as before.
+			log.WithError(err).Debug("thumbnails not made at upload")
+			return
+		}
+		log.WithField("made", n).WithField("duration", time.Since(started).String()).Debug("thumbnails made at upload")
+	}()
+}
+
+// makeAllThumbs makes and stores every configured size of rec not stored yet,
+// from one decode; the caller holds a slot. It answers how many it made.
+func (s *Service) makeAllThumbs(ctx context.Context, rec *Record) (int, error) {
+	var missing []thumb.Spec
+	for _, name := range s.thumbs.allowed {
+		spec := s.thumbs.sizes[name]
+		t, err := s.storedThumb(ctx, rec, spec)
+		if err != nil {
+			return 0, err
+		}
+		if t == nil {
+			missing = append(missing, spec)
+		}
+	}
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	body, err := s.Read(ctx, rec, 0, -1)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = body.Close() }()
+	src := &fault.Source{R: body}
+	started := time.Now()
+	made, err := thumb.MakeAll(src, missing, s.thumbs.maxPixels)
+	if src.Err != nil {
+		return 0, s.storeError(src.Err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	thumbSeconds.Observe(time.Since(started).Seconds())
+	for _, m := range made {
+		// Same key and bytes as a request's making: whichever lands last wins, harmlessly.
+		if _, err := s.blobs.Put(ctx, thumbKey(rec, m.Spec, m.ContentType), bytes.NewReader(m.Data)); err != nil {
+			return 0, s.storeError(err)
+		}
+		thumbsMade.Inc()
+	}
+	return len(made), nil
+}
+
+// WaitThumbnails waits until no thumbnail is being made at upload: tests that
+// count the objects in the store call it first, so that a making still
+// writing (its temporary file, its last size) is not taken for a leftover.
+func (s *Service) WaitThumbnails(ctx context.Context) error {
+	for s.thumbs.running.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Close waits for the thumbnails being made at upload (at most thumbTimeout)
+// and makes no more: the blob store and database they write to close next.
+func (s *Service) Close() error {
+	s.thumbs.mu.Lock()
+	s.thumbs.closed = true
+	s.thumbs.mu.Unlock()
+	s.thumbs.wg.Wait()
+	return nil
 }

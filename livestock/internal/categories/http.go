@@ -14,11 +14,9 @@ type Handler struct {
 	svc *Service
 }
 
-// NewHandler returns the handler over the service.
-func NewHandler(svc *Service) *Handler { return &Handler{svc: svc} }
-
 // Mount binds GET /categories on the module's group.
-func (h *Handler) Mount(g gin.IRouter) {
+func (f *Feature) Mount(g gin.IRouter) {
+	h := &Handler{svc: f.Service}
 	g.GET("/categories", auth.RequireAuth(), httpx.H(h.list))
 }
 

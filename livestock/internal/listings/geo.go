@@ -57,3 +57,33 @@ func boundingBox(lat, lon, km float64) box {
 	}
 	return b
 }
+
+// The search indexes key the location on its longitude band,
+// floor(lon * lonBandsPerDegree), ahead of the latitude (migration 0007): a
+// circle's box is then read as a few short latitude ranges, one per band it
+// spans, instead of its whole latitude band around the world. A power of two
+// keeps lon * lonBandsPerDegree exact in floating point, so the database's
+// floor and math.Floor agree on every band.
+const lonBandsPerDegree = 2
+
+// lonBandSQL is the band expression of the search indexes, spelled as in the
+// migration so that both databases match the query to the index.
+const lonBandSQL = "floor(l.lon * 2)"
+
+// maxLonBands caps the bands a search lists: a wider box reads the bands as
+// one range (as wide boxes read most of the index anyway).
+const maxLonBands = 24
+
+// lonBands answers the longitude bands the box spans, as the ranges of
+// consecutive bands [lo, hi] (two when it crosses the antimeridian), and
+// false when every longitude qualifies (the box holds a pole).
+func (b box) lonBands() ([][2]float64, bool) {
+	if b.AllLon {
+		return nil, false
+	}
+	band := func(lon float64) float64 { return math.Floor(lon * lonBandsPerDegree) }
+	if b.WrapLon {
+		return [][2]float64{{band(b.MinLon), band(180)}, {band(-180), band(b.MaxLon)}}, true
+	}
+	return [][2]float64{{band(b.MinLon), band(b.MaxLon)}}, true
+}

@@ -16,9 +16,6 @@ type Handler struct {
 	svc *Service
 }
 
-// NewHandler returns the handler over the service.
-func NewHandler(svc *Service) *Handler { return &Handler{svc: svc} }
-
 // createPaths maps the create routes of API.md to the kind they create.
 var createPaths = map[string]categories.Kind{
 	"sheep":        categories.Sheep,
@@ -29,7 +26,8 @@ var createPaths = map[string]categories.Kind{
 }
 
 // Mount binds the listing routes and the moderation routes on the module's group.
-func (h *Handler) Mount(g gin.IRouter) {
+func (f *Feature) Mount(g gin.IRouter) {
+	h := &Handler{svc: f.Service}
 	l := g.Group("/listings", auth.RequireAuth())
 	l.GET("", httpx.H(h.search))
 	for path, kind := range createPaths {

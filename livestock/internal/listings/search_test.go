@@ -368,6 +368,11 @@ var searchQueries = []string{
 	"f:commodityType=sheep&f:status=active-selling&latitude=53.5&longitude=-2.2&distanceKm=50&sortBy=createdAtUTC&sortDesc=true&limit=20",
 	"f:commodityType=sheep&f:status=active-selling&latitude=53.5&longitude=-2.2&distanceKm=250&sortBy=createdAtUTC&sortDesc=true&limit=20",
 	"isWishlisted=true&f:commodityType=cattle&latitude=54&longitude=-4&distanceKm=600",
+	// Boxes across the antimeridian (few bands, then many) and around a pole:
+	// the longitude-band prefilter must neither fail nor lose a match.
+	"latitude=54&longitude=-179.8&distanceKm=100",
+	"latitude=-10&longitude=179.9&distanceKm=3000",
+	"latitude=89.9&longitude=10&distanceKm=4500&f:commodityType=sheep",
 }
 
 func TestSearchAgainstBruteForce(t *testing.T) {

@@ -495,6 +495,7 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 	}
 	if p := f.Near; p != nil {
 		b := boundingBox(p.Lat, p.Lon, p.Km)
+		lonBandWhere(q, b)
 		q.Where("l.lat BETWEEN ? AND ?", b.MinLat, b.MaxLat)
 		switch {
 		case b.AllLon:
@@ -506,6 +507,33 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 		}
 		q.Where(s.distanceSQL()+" <= ?", p.Lat, p.Lat, p.Lon, p.Km)
 	}
+}
+
+// lonBandWhere keeps the longitude bands of the box (geo.go: lonBands), so
+// that the search indexes read one short latitude range per band: the bands
+// as a list (an equality the indexes seek once per band) while few, as a
+// range otherwise. A box around a pole adds nothing.
+func lonBandWhere(q *bun.SelectQuery, b box) {
+	ranges, ok := b.lonBands()
+	if !ok {
+		return
+	}
+	var bands []float64
+	for _, r := range ranges {
+		for x := r[0]; x <= r[1] && len(bands) <= maxLonBands; x++ {
+			bands = append(bands, x)
+		}
+	}
+	if len(bands) <= maxLonBands {
+		q.Where(lonBandSQL+" IN (?)", bun.List(bands))
+		return
+	}
+	q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		for _, r := range ranges {
+			q.WhereOr(lonBandSQL+" BETWEEN ? AND ?", r[0], r[1])
+		}
+		return q
+	})
 }
 
 // selectListings selects whole listings with the caller's wishlist flag and,

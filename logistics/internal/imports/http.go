@@ -18,14 +18,14 @@ type Handler struct {
 	gate      *tabular.Gate
 }
 
-// NewHandler returns the handler; maxUpload caps the upload in bytes, gate
+// newHandler returns the handler; maxUpload caps the upload in bytes, gate
 // (nil: none) limits the imports in flight on this replica.
-func NewHandler(svc *Service, maxUpload int64, gate *tabular.Gate) *Handler {
+func newHandler(svc *Service, maxUpload int64, gate *tabular.Gate) *Handler {
 	return &Handler{svc: svc, maxUpload: maxUpload, gate: gate}
 }
 
-// Mount binds the route on the /loads group (authentication required).
-func (h *Handler) Mount(g *gin.RouterGroup) {
+// mount binds the route on the /loads group (authentication required).
+func (h *Handler) mount(g gin.IRouter) {
 	g.POST("/batch", httpx.H(h.upload))
 }
 

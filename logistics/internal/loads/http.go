@@ -17,13 +17,13 @@ type Handler struct {
 	maxItems int
 }
 
-// NewHandler returns the handler; maxItems caps list bodies (0: the default).
-func NewHandler(svc *Service, maxItems int) *Handler {
+// newHandler returns the handler; maxItems caps list bodies (0: the default).
+func newHandler(svc *Service, maxItems int) *Handler {
 	return &Handler{svc: svc, maxItems: maxItems}
 }
 
-// Mount binds the routes on the /loads group (authentication required).
-func (h *Handler) Mount(g *gin.RouterGroup) {
+// mount binds the routes on the /loads group (authentication required).
+func (h *Handler) mount(g gin.IRouter) {
 	g.GET("", httpx.H(h.search))
 	g.POST("", httpx.H(h.createAsOrganiser))
 	g.POST("/carrier", httpx.H(h.createAsCarrier))

@@ -144,16 +144,35 @@ const jpegQuality = 85
 // default limit of 50 M pixels that is up to about 250 MB for one call.
 // Callers bound how many run at once (filestore's thumbnail semaphore).
 func Make(r io.Reader, spec Spec, maxPixels int64) ([]byte, string, error) {
+	made, err := MakeAll(r, []Spec{spec}, maxPixels)
+	if err != nil {
+		return nil, "", err
+	}
+	return made[0].Data, made[0].ContentType, nil
+}
+
+// Made is one thumbnail of MakeAll: its size, encoded bytes and type.
+type Made struct {
+	Spec        Spec
+	Data        []byte
+	ContentType string
+}
+
+// MakeAll is Make for several sizes of one image, in the order given, from
+// one decode: the decode is most of a first thumbnail's cost (a 12 MP JPEG
+// takes hundreds of milliseconds; each scaling from it tens), so making
+// every size at once costs little more than making one.
+func MakeAll(r io.Reader, specs []Spec, maxPixels int64) ([]Made, error) {
 	var head bytes.Buffer
 	cfg, format, err := image.DecodeConfig(io.TeeReader(io.LimitReader(r, maxHeader), &head))
 	if err != nil || !formats[format] {
-		return nil, "", ErrNotImage
+		return nil, ErrNotImage
 	}
 	if cfg.Width < 1 || cfg.Height < 1 {
-		return nil, "", ErrNotImage
+		return nil, ErrNotImage
 	}
 	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
-		return nil, "", &TooLargeError{Width: cfg.Width, Height: cfg.Height, Max: maxPixels}
+		return nil, &TooLargeError{Width: cfg.Width, Height: cfg.Height, Max: maxPixels}
 	}
 	// The orientation is in the header already read (EXIF comes before a
 	// JPEG's frame). It is applied to the thumbnail, not to the source:
@@ -166,11 +185,24 @@ func Make(r io.Reader, spec Spec, maxPixels int64) ([]byte, string, error) {
 	}
 	src, _, err := image.Decode(io.MultiReader(&head, r))
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrNotImage, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotImage, err)
 	}
 	if src.Bounds().Empty() {
-		return nil, "", ErrNotImage
+		return nil, ErrNotImage
 	}
+	out := make([]Made, 0, len(specs))
+	for _, spec := range specs {
+		data, ct, err := render(src, spec, orient)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Made{Spec: spec, Data: data, ContentType: ct})
+	}
+	return out, nil
+}
+
+// render scales, turns and encodes one thumbnail of a decoded source.
+func render(src image.Image, spec Spec, orient int) ([]byte, string, error) {
 	box := spec
 	if orient >= 5 {
 		box.W, box.H = spec.H, spec.W
@@ -182,10 +214,10 @@ func Make(r io.Reader, spec Spec, maxPixels int64) ([]byte, string, error) {
 		// encoder an *image.RGBA takes its fast path (the generic one
 		// allocates for every pixel).
 		rgba := &image.RGBA{Pix: out.Pix, Stride: out.Stride, Rect: out.Rect}
-		err = jpeg.Encode(&buf, rgba, &jpeg.Options{Quality: jpegQuality})
+		err := jpeg.Encode(&buf, rgba, &jpeg.Options{Quality: jpegQuality})
 		return buf.Bytes(), JPEG, err
 	}
-	err = png.Encode(&buf, out)
+	err := png.Encode(&buf, out)
 	return buf.Bytes(), PNG, err
 }
 

@@ -273,3 +273,30 @@ func bluish(c color.Color) bool {
 	r, _, b, _ := c.RGBA()
 	return b > 0x9000 && r < 0x6000
 }
+
+// TestMakeAll_SameBytesAsMakeForEachSize: one decode for every size gives
+// exactly what a making per size gives, in the order asked, EXIF turn included.
+func TestMakeAll_SameBytesAsMakeForEachSize(t *testing.T) {
+	src := thumbtest.WithOrientation(thumbtest.JPEG(thumbtest.Halves(800, 400)), 6)
+	var specs []thumb.Spec
+	for _, s := range []string{"100x100", "300x300", "600x0", "0x50"} {
+		spec, err := thumb.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, spec)
+	}
+	all, err := thumb.MakeAll(bytes.NewReader(src), specs, 50_000_000)
+	if err != nil || len(all) != len(specs) {
+		t.Fatalf("MakeAll: %d made, %v", len(all), err)
+	}
+	for i, spec := range specs {
+		one, ct, err := thumb.Make(bytes.NewReader(src), spec, 50_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all[i].Spec != spec || all[i].ContentType != ct || !bytes.Equal(all[i].Data, one) {
+			t.Errorf("size %s: MakeAll gave %s %d bytes, Make %s %d bytes", spec, all[i].ContentType, len(all[i].Data), ct, len(one))
+		}
+	}
+}

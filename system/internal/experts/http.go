@@ -16,8 +16,8 @@ type Confirmation struct {
 }
 
 // Mount binds the expert routes (both need a token).
-func Mount(g gin.IRouter, s *Service) {
-	h := handlers{s: s}
+func (f *Feature) Mount(g gin.IRouter) {
+	h := handlers{s: f.svc}
 	r := g.Group("/experts", auth.RequireAuth())
 	r.POST("/questions", httpx.H(h.question))
 	r.POST("/grain-samples", httpx.H(h.grainSample))

@@ -2,6 +2,7 @@ package files_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -64,18 +65,23 @@ type backendCase struct {
 
 var backends = []backendCase{
 	{name: "local", setup: func(t *testing.T) (func(*config.Config), func(*testing.T, *config.Config) []string) {
-		return func(*config.Config) {}, func(t *testing.T, c *config.Config) []string {
+		return noEagerThumbs, func(t *testing.T, c *config.Config) []string {
 			return testkit.FilesUnder(t, filepath.Join(c.DataDir, "files"))
 		}
 	}},
 	{name: "s3", setup: func(t *testing.T) (func(*config.Config), func(*testing.T, *config.Config) []string) {
 		srv := s3test.Start(t)
 		bucket := srv.NewBucket(t)
-		return func(c *config.Config) { srv.Configure(c, bucket) }, func(t *testing.T, _ *config.Config) []string {
+		return func(c *config.Config) { srv.Configure(c, bucket); noEagerThumbs(c) }, func(t *testing.T, _ *config.Config) []string {
 			return srv.Objects(t, bucket)
 		}
 	}},
 }
+
+// noEagerThumbs: the tests count the objects of the store, and thumbnails
+// made at upload would land in it at their own moment;
+// TestThumbnails_200_MadeAtUpload turns them on.
+func noEagerThumbs(c *config.Config) { c.Files.ThumbEager = false }
 
 // forEach runs fn on both backends and both dialects, each with a fresh
 // database and an empty store.
@@ -92,7 +98,13 @@ func forEach(t *testing.T, configure func(c *config.Config), fn func(t *testing.
 						configure(c)
 					}
 				}})
-				fn(t, &env{Server: s, objects: func(t *testing.T) []string { return objects(t, s.Config) }})
+				fn(t, &env{Server: s, objects: func(t *testing.T) []string {
+					// Thumbnails made at upload finish first: their writes are not leftovers.
+					if err := s.App.P.Files.WaitThumbnails(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					return objects(t, s.Config)
+				}})
 			})
 		})
 	}

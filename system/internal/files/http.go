@@ -28,14 +28,14 @@ type Handler struct {
 	log   *logrus.Entry
 }
 
-// New builds the handler over the platform's file store.
-func New(files *filestore.Service, log *logrus.Entry) *Handler {
+// newHandler builds the handler over the platform's file store.
+func newHandler(files *filestore.Service, log *logrus.Entry) *Handler {
 	return &Handler{files: files, log: log}
 }
 
-// Mount binds the routes on the module's /system/v1 group. Download checks
+// mount binds the routes on the module's /system/v1 group. Download checks
 // its own credentials: a bearer token or a signed URL token.
-func (h *Handler) Mount(g *gin.RouterGroup) {
+func (h *Handler) mount(g gin.IRouter) {
 	g.POST("/files", auth.RequireAuth(), httpx.H(h.upload))
 	g.GET("/files/:id", httpx.H(h.download))
 	g.DELETE("/files/:id", auth.RequireAuth(), httpx.H(h.archive))

@@ -4,15 +4,14 @@ package files
 // its store. The protocol's HTTP side is tus.go.
 //
 // State is a row of system_uploads, so that any replica carries on after a
-// restart or a switch; the bytes are chunk objects in the file store
-// (filestore scratch objects, local or S3), one per accepted PATCH, listed in
-// system_upload_parts. A PATCH is all or nothing: its chunk is stored whole
-// or not at all (a broken connection, a checksum mismatch, bytes past the
-// length leave nothing), so an offset is always the sum of whole chunks. When
-// the last byte arrives, the chunks are read back in order as the body of an
-// ordinary filestore.Service.Put: the same checks (sniffed type per bucket,
-// limit), the same hash and record as a multipart upload, and no byte held in
-// memory beyond a copy buffer.
+// restart or a switch; the bytes are staged in the file store (local or S3)
+// as staging.go says, written once and never copied: at the end the file
+// store adopts them as a file (filestore.Service.Adopt: the same checks,
+// sniffed type per bucket, limit, record, as a multipart upload). A PATCH is
+// all or nothing: its chunk is stored whole or not at all (a broken
+// connection, a checksum mismatch, bytes past the length leave nothing that
+// counts), so an offset is always the sum of whole chunks, and no byte is
+// held in memory beyond a copy buffer.
 //
 // One replica writes an upload at a time: a PATCH takes a lease (lease_token,
 // lease_until) with a conditional UPDATE, renews it while it runs and gives it
@@ -23,13 +22,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"hash"
 	"io"
 	"net/http"
@@ -66,6 +62,10 @@ type uploadRow struct {
 	Received       int64      `bun:"received"`
 	Parts          int        `bun:"parts"`
 	FileID         string     `bun:"file_id"`
+	FileKey        string     `bun:"file_key"`
+	MultipartID    string     `bun:"multipart_id"`
+	MultipartParts string     `bun:"multipart_parts"`
+	HashState      string     `bun:"hash_state"`
 	LeaseToken     string     `bun:"lease_token"`
 	LeaseUntil     *time.Time `bun:"lease_until"`
 	CreatedAt      time.Time  `bun:"created_at"`
@@ -124,6 +124,7 @@ func (r *Resumable) Create(ctx context.Context, p *auth.Principal, length int64,
 		ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Bucket: in.Bucket, Type: in.Type, Name: in.Name,
 		OrganisationID: in.OrganisationID, Organisations: string(orgs), Metadata: metadata, Length: length,
 		CreatedAt: now, ExpiresAt: now.Add(r.ttl).Truncate(time.Second),
+		FileKey: r.files.ReserveKey(p, in.Bucket), MultipartParts: "[]",
 	}
 	if _, err := r.db.NewInsert().Model(row).Exec(ctx); err != nil {
 		return nil, err
@@ -157,304 +158,6 @@ type Chunk struct {
 	Length int64
 	// Checksum, when set, is the SHA-256 the chunk must have (Upload-Checksum).
 	Checksum []byte
-}
-
-// Patch appends a chunk under the upload's lease and, with the last byte,
-// turns the upload into a file. It answers the upload as it now is.
-func (r *Resumable) Patch(ctx context.Context, p *auth.Principal, id string, ch Chunk) (*uploadRow, error) {
-	lease, err := r.lock(ctx, p, id)
-	if err != nil {
-		return nil, err
-	}
-	defer lease.release()
-	ctx = lease.ctx
-	row, err := r.Get(ctx, p, id)
-	if err != nil {
-		return nil, err
-	}
-	if ch.Offset != row.Received {
-		return nil, conflict(http.StatusConflict, "Upload-Offset %d is not the upload's offset %d", ch.Offset, row.Received)
-	}
-	left := row.Length - row.Received
-	if ch.Length > left {
-		return nil, overLength(row)
-	}
-	if ch.Length == 0 && ch.Checksum == nil {
-		return row, nil
-	}
-	body := &chunkReader{r: ch.Body, left: left, row: row, want: ch.Checksum, run: r.runningHash(ctx, row)}
-	if ch.Checksum != nil {
-		body.hash = sha256.New()
-	}
-	if ch.Length == left {
-		// The last chunk, of a known length: it streams straight into the
-		// file behind the stored chunks, never stored as a chunk itself
-		// (or, where the store joins objects, is stored and joined).
-		body.exact = true
-		return r.finish(ctx, p, row, lease, body, "")
-	}
-	key := partKey(row, lease)
-	n, err := r.files.PutScratch(ctx, key, body)
-	if err != nil {
-		return nil, lease.lost(err)
-	}
-	if n == 0 {
-		return row, r.files.DeleteScratch(ctx, key)
-	}
-	if row.Received+n == row.Length {
-		// The last chunk, of a length the request did not say.
-		rc, err := r.files.OpenScratch(ctx, key)
-		if err != nil {
-			r.discard(ctx, key)
-			return nil, err
-		}
-		defer func() { _ = rc.Close() }()
-		return r.finish(ctx, p, row, lease, &chunkReader{r: rc, left: n, exact: true, row: row}, key)
-	}
-	r.saveHash(ctx, key, body.run)
-	err = r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewInsert().Model(&partRow{UploadID: row.ID, Seq: row.Parts, Key: key, Size: n}).Exec(ctx); err != nil {
-			return err
-		}
-		return lease.advance(ctx, tx, row, n, "")
-	})
-	if err != nil {
-		r.discard(ctx, key)
-		return nil, lease.lost(err)
-	}
-	row.Received += n
-	row.Parts++
-	logging.Ctx(ctx, r.log).WithFields(logrus.Fields{"upload": row.ID, "bytes": n, "offset": row.Received, "length": row.Length}).Debug("upload chunk stored")
-	return row, nil
-}
-
-// partKey names the next chunk of an upload: its sequence number and the
-// lease that writes it.
-func partKey(row *uploadRow, l *lease) string {
-	return fmt.Sprintf("%s%s/%06d-%s", filestore.ScratchPrefix, row.ID, row.Parts, l.token[:12])
-}
-
-// hashSuffix names the scratch object beside a chunk that holds the SHA-256
-// state after it (where the store joins objects, so that the last chunk can
-// finish the file's hash without reading the others back).
-const hashSuffix = ".sha256"
-
-// runningHash is the SHA-256 state after the upload's stored chunks, or nil
-// when the store cannot join objects (then nothing needs it) or a state is
-// missing (then the upload finishes by reading its chunks back).
-func (r *Resumable) runningHash(ctx context.Context, row *uploadRow) hash.Hash {
-	if !r.files.CanJoin([]int64{0}) {
-		return nil
-	}
-	h := sha256.New()
-	if row.Parts == 0 {
-		return h
-	}
-	var last partRow
-	if err := r.db.NewSelect().Model(&last).Where("upload_id = ?", row.ID).Where("seq = ?", row.Parts-1).Limit(1).Scan(ctx); err != nil {
-		return nil
-	}
-	rc, err := r.files.OpenScratch(ctx, last.Key+hashSuffix)
-	if err != nil {
-		return nil
-	}
-	defer func() { _ = rc.Close() }()
-	state, err := io.ReadAll(io.LimitReader(rc, 1024))
-	if err != nil {
-		return nil
-	}
-	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
-		return nil
-	}
-	return h
-}
-
-// saveHash stores the SHA-256 state after a chunk beside it; a failure only
-// costs the join (the upload then finishes by reading its chunks back).
-func (r *Resumable) saveHash(ctx context.Context, key string, h hash.Hash) {
-	if h == nil {
-		return
-	}
-	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-	if err == nil {
-		_, err = r.files.PutScratch(ctx, key+hashSuffix, bytes.NewReader(state))
-	}
-	if err != nil {
-		r.log.WithError(err).WithField("key", key).Warn("could not keep a chunk's hash state; the upload will be read back at its end")
-	}
-}
-
-// finish reads the stored chunks back, followed by the last chunk (tail,
-// stored under lastKey when lastKey is set), as the body of an ordinary
-// upload. A refusal of the last chunk itself (its checksum, its length, a
-// broken connection) leaves the upload as it was. A refusal the same bytes
-// will always get (the content's type, the fields, the organisations) ends
-// the upload: its row and chunks go. Any other failure (the store or the
-// database down) leaves the upload as it was before this PATCH, which the
-// client may send again.
-func (r *Resumable) finish(ctx context.Context, p *auth.Principal, row *uploadRow, lease *lease, tail *chunkReader, lastKey string) (*uploadRow, error) {
-	dropLast := func() {
-		if lastKey != "" {
-			r.discard(ctx, lastKey)
-		}
-	}
-	var parts []partRow
-	if err := r.db.NewSelect().Model(&parts).Where("upload_id = ?", row.ID).Order("seq").Scan(ctx); err != nil {
-		dropLast()
-		return nil, err
-	}
-	keys := make([]string, 0, len(parts)+1)
-	sizes := make([]int64, 0, len(parts)+1)
-	for _, pt := range parts {
-		keys = append(keys, pt.Key)
-		sizes = append(sizes, pt.Size)
-	}
-	in, err := inputOf(row)
-	if err != nil {
-		dropLast()
-		return nil, err
-	}
-	if lastKey == "" && tail.run != nil && r.files.CanJoin(append(sizes, tail.left)) {
-		return r.join(ctx, p, row, lease, in, keys, tail)
-	}
-	stored := &partsReader{ctx: ctx, files: r.files, keys: keys}
-	in.Body = io.MultiReader(stored, tail)
-	rec, err := r.files.Put(ctx, p, in)
-	stored.Close()
-	if lastKey != "" {
-		keys = append(keys, lastKey)
-	}
-	return r.finished(ctx, row, lease, keys, tail, lastKey, rec, err)
-}
-
-// join finishes an upload whose chunks the store can join: the last chunk
-// is stored as one more (its hash completing the running one), and the file
-// is made of them inside the store, its bytes never read back.
-func (r *Resumable) join(ctx context.Context, p *auth.Principal, row *uploadRow, lease *lease, in filestore.PutInput, keys []string, tail *chunkReader) (*uploadRow, error) {
-	key := partKey(row, lease)
-	if _, err := r.files.PutScratch(ctx, key, tail); err != nil {
-		return nil, lease.lost(err)
-	}
-	keys = append(keys, key)
-	first := &partsReader{ctx: ctx, files: r.files, keys: keys}
-	head, err := io.ReadAll(io.LimitReader(first, filestore.HeadLen))
-	first.Close()
-	var rec *filestore.Record
-	if err == nil {
-		rec, err = r.files.JoinScratch(ctx, p, in, keys, row.Length, hex.EncodeToString(tail.run.Sum(nil)), head)
-	}
-	return r.finished(ctx, row, lease, keys, tail, key, rec, err)
-}
-
-// finished records the outcome of turning an upload into a file (rec, err):
-// keys are all its chunks, last the one this PATCH stored ("" for none).
-func (r *Resumable) finished(ctx context.Context, row *uploadRow, lease *lease, keys []string, tail *chunkReader, last string, rec *filestore.Record, err error) (*uploadRow, error) {
-	dropLast := func() {
-		if last != "" {
-			r.discard(ctx, last)
-		}
-	}
-	if err != nil {
-		if tail.err == nil && permanent(err) {
-			r.removeParts(ctx, row.ID, keys)
-			if _, derr := r.db.NewDelete().Model((*uploadRow)(nil)).Where("id = ?", row.ID).Exec(context.WithoutCancel(ctx)); derr != nil {
-				r.log.WithError(derr).WithField("upload", row.ID).Warn("could not remove a refused upload; the sweeper will")
-			}
-			return nil, lease.lost(err)
-		}
-		dropLast()
-		return nil, lease.lost(err)
-	}
-	if err := lease.advance(ctx, r.db, row, row.Length-row.Received, rec.ID); err != nil {
-		// The file exists but the upload does not say so: the client sees
-		// the error and may upload again.
-		dropLast()
-		return nil, lease.lost(err)
-	}
-	row.Received, row.FileID = row.Length, rec.ID
-	// The chunks have become the file: remove them now; the row stays until
-	// it expires, so that a HEAD still answers Upload-File-Id.
-	r.removeParts(ctx, row.ID, keys)
-	logging.Ctx(ctx, r.log).WithFields(logrus.Fields{"upload": row.ID, "file": rec.ID, "length": row.Length, "parts": len(keys) + 1}).Debug("resumable upload finished")
-	return row, nil
-}
-
-// inputOf is the upload's fields as Put takes them.
-func inputOf(row *uploadRow) (filestore.PutInput, error) {
-	var orgs []string
-	if err := json.Unmarshal([]byte(row.Organisations), &orgs); err != nil {
-		return filestore.PutInput{}, err
-	}
-	return filestore.PutInput{Bucket: row.Bucket, Type: row.Type, Name: row.Name, OrganisationID: row.OrganisationID, Organisations: orgs}, nil
-}
-
-// permanent tells whether Put refused the content or the fields for good.
-func permanent(err error) bool {
-	e, ok := apierr.As(err)
-	if !ok {
-		return false
-	}
-	switch e.Code {
-	case apierr.CodeValidation, apierr.CodeUnsupportedMedia, apierr.CodeForbidden, apierr.CodePayloadTooLarge:
-		return true
-	}
-	return false
-}
-
-// Terminate removes an upload, its row and bytes (tus termination). A
-// finished upload's file stays: it is an ordinary file by then.
-func (r *Resumable) Terminate(ctx context.Context, p *auth.Principal, id string) error {
-	lease, err := r.lock(ctx, p, id)
-	if err != nil {
-		return err
-	}
-	defer lease.release()
-	return r.remove(lease.ctx, id)
-}
-
-// remove deletes an upload's chunk objects, then its rows: a failure leaves
-// the row for the next sweep.
-func (r *Resumable) remove(ctx context.Context, id string) error {
-	var parts []partRow
-	if err := r.db.NewSelect().Model(&parts).Where("upload_id = ?", id).Scan(ctx); err != nil {
-		return err
-	}
-	for _, pt := range parts {
-		if err := r.files.DeleteScratch(ctx, pt.Key); err != nil {
-			return err
-		}
-		if err := r.files.DeleteScratch(ctx, pt.Key+hashSuffix); err != nil {
-			return err
-		}
-	}
-	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewDelete().Model((*partRow)(nil)).Where("upload_id = ?", id).Exec(ctx); err != nil {
-			return err
-		}
-		_, err := tx.NewDelete().Model((*uploadRow)(nil)).Where("id = ?", id).Exec(ctx)
-		return err
-	})
-}
-
-// removeParts deletes chunk objects and their rows, best effort: what is
-// left is removed with the upload when it expires.
-func (r *Resumable) removeParts(ctx context.Context, id string, keys []string) {
-	ctx = context.WithoutCancel(ctx)
-	for _, k := range keys {
-		r.discard(ctx, k)
-	}
-	if _, err := r.db.NewDelete().Model((*partRow)(nil)).Where("upload_id = ?", id).Exec(ctx); err != nil {
-		r.log.WithError(err).WithField("upload", id).Warn("could not remove the chunk rows of an upload")
-	}
-}
-
-// discard removes one chunk object that no row lists, and its hash state.
-func (r *Resumable) discard(ctx context.Context, key string) {
-	for _, k := range []string{key, key + hashSuffix} {
-		if err := r.files.DeleteScratch(context.WithoutCancel(ctx), k); err != nil {
-			r.log.WithError(err).WithField("key", k).Warn("could not remove an unrecorded upload chunk")
-		}
-	}
 }
 
 // Swept counts what one expiry sweep removed.
@@ -557,10 +260,14 @@ func (r *Resumable) lock(ctx context.Context, p *auth.Principal, id string) (*le
 }
 
 // renew extends the lease every leaseTTL/3; a lease found taken over (this
-// replica paused past its expiry) cancels the request's work.
+// replica paused past its expiry) cancels the request's work, and so does
+// one this replica could not renew for most of leaseTTL (the database out
+// of reach): it stops writing before another request may take the upload
+// over, since a local upload's bytes are written in place.
 func (l *lease) renew() {
 	t := time.NewTicker(leaseTTL / 3)
 	defer t.Stop()
+	renewed := time.Now()
 	for {
 		select {
 		case <-l.done:
@@ -571,8 +278,14 @@ func (l *lease) renew() {
 			Set("lease_until = ?", l.r.Now().UTC().Add(leaseTTL)).
 			Where("id = ?", l.id).Where("lease_token = ?", l.token).Exec(l.ctx)
 		if err != nil {
+			if time.Since(renewed) >= leaseTTL/2 {
+				l.gone.Store(true)
+				l.cancel()
+				return
+			}
 			continue // the next tick tries again; the lease is still valid for a while
 		}
+		renewed = time.Now()
 		if n, _ := res.RowsAffected(); n != 1 {
 			l.gone.Store(true)
 			l.cancel()
@@ -581,14 +294,23 @@ func (l *lease) renew() {
 	}
 }
 
-// advance records n more bytes (and, when fileID is set, the finished file)
-// under this lease; a lease taken over meanwhile updates nothing.
-func (l *lease) advance(ctx context.Context, db bun.IDB, row *uploadRow, n int64, fileID string) error {
-	res, err := db.NewUpdate().Model((*uploadRow)(nil)).
+// set is one more column an advance writes.
+type set struct {
+	col string
+	val any
+}
+
+// advance records n more bytes (and the columns of sets: the hash state,
+// the parts, the finished file) under this lease; a lease taken over
+// meanwhile updates nothing.
+func (l *lease) advance(ctx context.Context, db bun.IDB, row *uploadRow, n int64, sets ...set) error {
+	q := db.NewUpdate().Model((*uploadRow)(nil)).
 		Set("received = received + ?", n).
-		Set("parts = parts + 1").
-		Set("file_id = ?", fileID).
-		Where("id = ?", row.ID).Where("lease_token = ?", l.token).Where("received = ?", row.Received).
+		Set("parts = parts + 1")
+	for _, s := range sets {
+		q = q.Set("? = ?", bun.Ident(s.col), s.val)
+	}
+	res, err := q.Where("id = ?", row.ID).Where("lease_token = ?", l.token).Where("received = ?", row.Received).
 		Exec(ctx)
 	if err != nil {
 		return err

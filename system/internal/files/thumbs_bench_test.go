@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/filestore/thumb"
 	"github.com/agritrade/api/platform/filestore/thumb/thumbtest"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/testkit"
@@ -25,6 +27,8 @@ import (
 //   - first: the first request of a 300x300 thumbnail (the stored one is
 //     removed before each iteration, outside the timer): read the source,
 //     decode, scale, encode, store, serve;
+//   - readyAfterUpload: from a new upload's answer until the eager making
+//     (files.thumb_eager) has stored every configured size;
 //   - cached: the same request once the thumbnail is stored;
 //   - download: a plain download of a file of the thumbnail's size, for
 //     comparison (a cached thumbnail should cost what a download costs).
@@ -80,6 +84,28 @@ func BenchmarkThumbnail(b *testing.B) {
 			}
 			b.StartTimer()
 			get(thumbPath)
+		}
+	})
+	// readyAfterUpload: from an upload's answer until every configured size
+	// is stored by the eager making (files.thumb_eager), one decode for all.
+	// A request for a tile that comes later than this is a cached read.
+	sizes := cfg.Files.ThumbSizes
+	source := thumbtest.JPEG(thumbtest.Noisy(4000, 3000))
+	b.Run("readyAfterUpload", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			f := upload("images", "again.jpg", source)
+			b.StartTimer()
+			for _, size := range sizes {
+				spec, _ := thumb.Parse(size)
+				k := filepath.Join(cfg.DataDir, "files", filepath.FromSlash(f.Info.Path)+".thumb-"+spec.String()+".jpg")
+				for {
+					if _, err := os.Stat(k); err == nil {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
 		}
 	})
 	b.Run("cached", func(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/filestore/thumb/thumbtest"
@@ -148,6 +149,53 @@ func TestThumbnails_Refused(t *testing.T) {
 		})
 		if got := e.objects(t); !slices.ContainsFunc(got, func(k string) bool { return strings.HasSuffix(k, photo.ID+".thumb-100x100.jpg") }) {
 			t.Fatalf("archiving removed the thumbnail: %v", got)
+		}
+	})
+}
+
+// TestThumbnails_200_MadeAtUpload: with files.thumb_eager (the default) an
+// uploaded photo has every configured size stored shortly after its upload,
+// from one decode, so the first request for a tile is served from the store
+// (it adds no object); with it off, nothing is made before the first request.
+func TestThumbnails_200_MadeAtUpload(t *testing.T) {
+	thumbsOf := func(objects []string, id string) []string {
+		var out []string
+		for _, k := range objects {
+			if strings.Contains(k, id+".thumb-") {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	forEach(t, func(c *config.Config) { withThumbSizes(c); c.Files.ThumbEager = true }, func(t *testing.T, e *env) {
+		photo := e.mustUpload(t, farmer, append(fields("images", "image", "Lambs.jpg"), file(thumbtest.JPEG(thumbtest.Gradient(1600, 1200))))...)
+		deadline := time.Now().Add(30 * time.Second)
+		for len(thumbsOf(e.objects(t), photo.ID)) < len(thumbSizes) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30 s the store holds %v for the photo, want all %d sizes", thumbsOf(e.objects(t), photo.ID), len(thumbSizes))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		before := e.objects(t)
+		r := e.Do(testkit.Request{Method: http.MethodGet, Path: filesPath + "/" + photo.ID + "?thumb=600x0", Token: e.Token(farmer)})
+		if r.Status != http.StatusOK {
+			t.Fatalf("thumbnail: %d %s", r.Status, r.Body)
+		}
+		isImage("image/jpeg", 600, 450)(t, r)
+		if after := e.objects(t); len(after) != len(before) {
+			t.Fatalf("the first request made a thumbnail: store %v, was %v", after, before)
+		}
+		// A file that is not an image gets none.
+		doc := e.mustUpload(t, farmer, append(fields("files", "misc", "notes.txt"), file([]byte("not a picture")))...)
+		if got := thumbsOf(e.objects(t), doc.ID); len(got) != 0 {
+			t.Fatalf("thumbnails of a text file: %v", got)
+		}
+	})
+	forEach(t, func(c *config.Config) { withThumbSizes(c); c.Files.ThumbEager = false }, func(t *testing.T, e *env) {
+		photo := e.mustUpload(t, farmer, append(fields("images", "image", "Lambs.jpg"), file(thumbtest.JPEG(thumbtest.Gradient(800, 600))))...)
+		time.Sleep(300 * time.Millisecond)
+		if got := thumbsOf(e.objects(t), photo.ID); len(got) != 0 {
+			t.Fatalf("thumbnails made at upload with files.thumb_eager off: %v", got)
 		}
 	})
 }

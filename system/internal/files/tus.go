@@ -44,14 +44,14 @@ type Uploads struct {
 	baseURL string
 }
 
-// NewUploads builds the tus handler; baseURL makes Location absolute.
-func NewUploads(up *Resumable, baseURL string) *Uploads {
+// newUploads builds the tus handler; baseURL makes Location absolute.
+func newUploads(up *Resumable, baseURL string) *Uploads {
 	return &Uploads{up: up, baseURL: strings.TrimRight(baseURL, "/")}
 }
 
-// Mount binds the routes on the module's /system/v1 group. OPTIONS is open
+// mount binds the routes on the module's /system/v1 group. OPTIONS is open
 // (it only describes the server, as tus defines it).
-func (u *Uploads) Mount(g *gin.RouterGroup) {
+func (u *Uploads) mount(g gin.IRouter) {
 	g.OPTIONS("/uploads", u.options)
 	g.POST("/uploads", auth.RequireAuth(), tus(u.create))
 	g.HEAD("/uploads/:id", auth.RequireAuth(), tus(u.head))

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,16 +126,20 @@ func checkFile(t *testing.T, s *testkit.Server, p auth.Principal, id string, con
 	}
 }
 
-// chunks leaves out the running hashes an S3 store keeps beside chunks.
+// chunks leaves out the multipart uploads in progress an S3 store lists
+// ("incomplete:<key>"): the objects that hold bytes.
 func chunks(objects []string) []string {
 	var out []string
 	for _, o := range objects {
-		if !strings.HasSuffix(o, ".sha256") {
+		if !strings.HasPrefix(o, "incomplete:") {
 			out = append(out, o)
 		}
 	}
 	return out
 }
+
+// isLocal tells whether a test runs on the local backend (forEach names).
+func isLocal(t *testing.T) bool { return strings.Contains(t.Name(), "/local/") }
 
 func uploadRows(t *testing.T, s *testkit.Server) (uploads, parts int) {
 	t.Helper()
@@ -170,7 +176,13 @@ func TestTus_201_Patch204_Head200_FileRecord(t *testing.T) {
 		if n, _ := headOffset(t, e.Server, farmer, path); n != 200<<10 {
 			t.Fatalf("offset %d", n)
 		}
-		if u, p := uploadRows(t, e.Server); u != 1 || p != 2 {
+		// Local appends to one scratch file; S3 keeps chunks under 5 MiB
+		// as scratch objects, one row each, until they make a part.
+		wantParts := 2
+		if isLocal(t) {
+			wantParts = 0
+		}
+		if u, p := uploadRows(t, e.Server); u != 1 || p != wantParts {
 			t.Fatalf("rows %d uploads %d parts", u, p)
 		}
 		// The last chunk without a Content-Length (stored, then read back).
@@ -280,12 +292,16 @@ func TestTus_Refusals_412_409_460_413_415_404_400_423(t *testing.T) {
 		path := tusCreate(t, s, farmer, len(content), imageMeta("a.png"))
 		mustPatch(t, s, farmer, path, 0, content[:1000])
 		wrongSum := sha256.Sum256([]byte("other"))
+		wantParts := 1 // S3: the first chunk, under 5 MiB, waits as a scratch object
+		if isLocal(t) {
+			wantParts = 0 // local: the scratch file alone
+		}
 		nothingMoved := func(t *testing.T) {
 			t.Helper()
 			if n, _ := headOffset(t, s, farmer, path); n != 1000 {
 				t.Fatalf("offset moved to %d", n)
 			}
-			if _, p := uploadRows(t, s); p != 1 {
+			if _, p := uploadRows(t, s); p != wantParts {
 				t.Fatalf("%d parts", p)
 			}
 			if got := chunks(e.objects(t)); len(got) != 1 {
@@ -442,7 +458,11 @@ func TestTus_ExpiryRemovesRowsAndBytes(t *testing.T) {
 		content := pngContent(10000)
 		path := tusCreate(t, e.Server, farmer, len(content), imageMeta("left.png"))
 		mustPatch(t, e.Server, farmer, path, 0, content[:4000])
-		if got := chunks(e.objects(t)); len(got) != 1 {
+		// One of 5 MiB too: on S3 a multipart upload, aborted at expiry.
+		big := pngContent(6 << 20)
+		bigPath := tusCreate(t, e.Server, farmer, len(big), imageMeta("big.png"))
+		mustPatch(t, e.Server, farmer, bigPath, 0, big[:5<<20])
+		if got := e.objects(t); len(got) != 2 {
 			t.Fatalf("store holds %v", got)
 		}
 		deadline := time.Now().Add(15 * time.Second)
@@ -458,6 +478,9 @@ func TestTus_ExpiryRemovesRowsAndBytes(t *testing.T) {
 		}
 		if r := tusReq(e.Server, farmer, http.MethodHead, path, nil, nil); r.Status != http.StatusNotFound {
 			t.Fatalf("head after expiry: %d", r.Status)
+		}
+		if r := tusPatch(e.Server, farmer, bigPath, 5<<20, big[5<<20:]); r.Status != http.StatusNotFound {
+			t.Fatalf("patch after expiry: %d", r.Status)
 		}
 	})
 }
@@ -490,12 +513,13 @@ func TestTus_423_DeadReplicaLeaseExpires(t *testing.T) {
 	})
 }
 
-// TestTus_5MiBChunks_JoinedInTheStore: with chunks of 5 MiB an S3 store
-// makes the file of them itself (the running SHA-256 kept beside each
-// chunk); the local store reads them back. Same file, same hash, nothing
-// left but the file; a refused last chunk leaves the upload as it was, a
-// refused content removes it.
-func TestTus_5MiBChunks_JoinedInTheStore(t *testing.T) {
+// TestTus_5MiBChunks_StagedInTheStore: with chunks of 5 MiB the bytes are
+// written once: local appends them to one scratch file, renamed into the
+// file; S3 sends each as a part of one multipart upload at the file's key,
+// completed with the last chunk. Same file, same hash, nothing left but the
+// file; a refused last chunk leaves the upload as it was, a refused content
+// removes it and its bytes.
+func TestTus_5MiBChunks_StagedInTheStore(t *testing.T) {
 	forEach(t, nil, func(t *testing.T, e *env) {
 		s := e.Server
 		const mib = 1 << 20
@@ -503,14 +527,17 @@ func TestTus_5MiBChunks_JoinedInTheStore(t *testing.T) {
 		path := tusCreate(t, s, farmer, len(content), imageMeta("big.png"))
 		mustPatch(t, s, farmer, path, 0, content[:5*mib])
 		mustPatch(t, s, farmer, path, 5*mib, content[5*mib:10*mib])
-		// S3 keeps the running hash beside each chunk; local has no use for it.
-		want := 2
-		if strings.Contains(t.Name(), "/s3/") {
-			want = 4
+		staged := func(t *testing.T) {
+			t.Helper()
+			got := e.objects(t)
+			if len(got) != 1 || (isLocal(t) && !strings.HasSuffix(got[0], ".data")) || (!isLocal(t) && !strings.HasPrefix(got[0], "incomplete:images/")) {
+				t.Fatalf("store holds %v, want the one staged upload", got)
+			}
+			if _, p := uploadRows(t, s); p != 0 {
+				t.Fatalf("%d scratch chunks", p)
+			}
 		}
-		if got := e.objects(t); len(got) != want {
-			t.Fatalf("store holds %v, want %d objects", got, want)
-		}
+		staged(t)
 		wrong := sha256.Sum256([]byte("x"))
 		if r := tusPatch(s, farmer, path, 10*mib, content[10*mib:], "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(wrong[:])); r.Status != 460 {
 			t.Fatalf("bad last chunk: %d %s", r.Status, r.Body)
@@ -518,6 +545,7 @@ func TestTus_5MiBChunks_JoinedInTheStore(t *testing.T) {
 		if n, _ := headOffset(t, s, farmer, path); n != 10*mib {
 			t.Fatalf("offset %d", n)
 		}
+		staged(t)
 		sum := sha256.Sum256(content[10*mib:])
 		r := tusPatch(s, farmer, path, 10*mib, content[10*mib:], "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(sum[:]))
 		if r.Status != http.StatusNoContent || r.Header.Get("Upload-File-Id") == "" {
@@ -529,7 +557,7 @@ func TestTus_5MiBChunks_JoinedInTheStore(t *testing.T) {
 			t.Fatalf("store holds %v", got)
 		}
 		// Text in the images bucket: 415 when the last chunk is in, and the
-		// upload is gone with its chunks.
+		// upload is gone with its bytes.
 		text := bytes.Repeat([]byte("plain text, not a picture. "), 6*mib/27+1)
 		p2 := tusCreate(t, s, farmer, len(text), imageMeta("fake.png"))
 		mustPatch(t, s, farmer, p2, 0, text[:5*mib])
@@ -541,6 +569,79 @@ func TestTus_5MiBChunks_JoinedInTheStore(t *testing.T) {
 		}
 		if got := e.objects(t); len(got) != 1 {
 			t.Fatalf("store holds %v", got)
+		}
+		if u, p := uploadRows(t, s); u != 1 || p != 0 {
+			t.Fatalf("rows %d %d", u, p)
+		}
+	})
+}
+
+// cutPatch sends a PATCH that declares n bytes and breaks after half of
+// them, as a connection lost mid-chunk does.
+func cutPatch(s *testkit.Server, path string, offset int, chunk []byte) int {
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(chunk[:len(chunk)/2])
+		_ = pw.CloseWithError(io.ErrUnexpectedEOF)
+	}()
+	req := httptest.NewRequest(http.MethodPatch, path, pr)
+	req.ContentLength = int64(len(chunk))
+	req.Header.Set("Authorization", "Bearer "+s.Token(farmer))
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", strconv.Itoa(offset))
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	rec := httptest.NewRecorder()
+	s.App.Engine.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+// TestTus_CutMidChunk_ResumedExact_TerminateAborts: a PATCH cut mid-way
+// leaves the offset at the last whole chunk (local: the scratch file cut
+// back; S3: the part not recorded); the chunk sent again makes a file with
+// exact bytes and SHA-256. Terminating an upload removes its staged bytes:
+// the scratch file, or the S3 multipart upload aborted (none listed).
+func TestTus_CutMidChunk_ResumedExact_TerminateAborts(t *testing.T) {
+	forEach(t, nil, func(t *testing.T, e *env) {
+		s := e.Server
+		const mib = 1 << 20
+		content := pngContent(11*mib + 777)
+		path := tusCreate(t, s, farmer, len(content), imageMeta("cut.png"))
+		mustPatch(t, s, farmer, path, 0, content[:5*mib])
+		if code := cutPatch(s, path, 5*mib, content[5*mib:10*mib]); code != http.StatusBadRequest {
+			t.Fatalf("cut chunk: %d", code)
+		}
+		if n, _ := headOffset(t, s, farmer, path); n != 5*mib {
+			t.Fatalf("offset after the cut %d, want %d", n, 5*mib)
+		}
+		if isLocal(t) {
+			id := path[strings.LastIndex(path, "/")+1:]
+			st, err := os.Stat(filepath.Join(s.Config.DataDir, "files", "resumable", id+".data"))
+			if err != nil || st.Size() != 5*mib {
+				t.Fatalf("scratch file after the cut: %v %v", st, err)
+			}
+		}
+		// A cut last chunk too, then everything sent again.
+		if code := cutPatch(s, path, 5*mib, content[5*mib:]); code != http.StatusBadRequest {
+			t.Fatalf("cut last chunk: %d", code)
+		}
+		mustPatch(t, s, farmer, path, 5*mib, content[5*mib:10*mib])
+		r := mustPatch(t, s, farmer, path, 10*mib, content[10*mib:])
+		id := r.Header.Get("Upload-File-Id")
+		checkFile(t, s, farmer, id, content)
+		if got := e.objects(t); len(got) != 1 || !strings.HasSuffix(got[0], id) {
+			t.Fatalf("store holds %v", got)
+		}
+		// Terminated mid-way: its bytes go, the finished file stays.
+		p2 := tusCreate(t, s, farmer, len(content), imageMeta("gone.png"))
+		mustPatch(t, s, farmer, p2, 0, content[:5*mib])
+		if got := e.objects(t); len(got) != 2 {
+			t.Fatalf("store holds %v, want the file and the staged upload", got)
+		}
+		if r := tusReq(s, farmer, http.MethodDelete, p2, nil, nil); r.Status != http.StatusNoContent {
+			t.Fatalf("terminate: %d %s", r.Status, r.Body)
+		}
+		if got := e.objects(t); len(got) != 1 || !strings.HasSuffix(got[0], id) {
+			t.Fatalf("after termination the store holds %v", got)
 		}
 		if u, p := uploadRows(t, s); u != 1 || p != 0 {
 			t.Fatalf("rows %d %d", u, p)

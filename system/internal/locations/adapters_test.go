@@ -16,6 +16,7 @@ import (
 	"github.com/agritrade/api/system/internal/locations/gazetteer"
 	"github.com/agritrade/api/system/internal/locations/outside"
 	"github.com/agritrade/api/system/internal/locations/place"
+	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
 
@@ -337,7 +338,7 @@ func TestThreeWordAdapterBadKey(t *testing.T) {
 func TestUnknownProvider(t *testing.T) {
 	cfg := config.Default()
 	cfg.Set("locations.provider", "carrier-pigeon")
-	if _, err := locations.NewService(cfg, testkit.DB(t, testkit.SQLite), nil, nil); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
+	if _, err := locations.New(locations.Deps{Config: cfg, DB: testkit.DB(t, testkit.SQLite), Log: logrus.NewEntry(logrus.StandardLogger())}); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
 		t.Fatalf("err %v, want the bad provider named", err)
 	}
 }

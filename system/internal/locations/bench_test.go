@@ -196,7 +196,7 @@ func BenchmarkGazetteer(b *testing.B) {
 				c.RateLimit.PerMinute = 0
 				c.Log.Level = "warn"
 			}})
-			svc, err := locations.NewService(s.Config, bdb, logrus.NewEntry(logrus.StandardLogger()), nil)
+			svc, err := locations.New(locations.Deps{Config: s.Config, DB: bdb, Log: logrus.NewEntry(logrus.StandardLogger())})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,9 +15,9 @@ const RateLimitScope = "locations"
 
 // Mount binds the four public location routes under r, each limited per
 // client IP.
-func Mount(r gin.IRouter, svc *Service, limiter ratelimit.Limiter) {
-	h := &handler{svc: svc}
-	g := r.Group("/locations", ratelimit.Middleware(limiter, RateLimitScope))
+func (f *Feature) Mount(r gin.IRouter) {
+	h := &handler{svc: f.Service}
+	g := r.Group("/locations", ratelimit.Middleware(f.limiter, RateLimitScope))
 	g.GET("/search", httpx.H(h.search))
 	g.GET("/address", httpx.H(h.byAddressID))
 	g.GET("/coordinates", httpx.H(h.byCoordinates))

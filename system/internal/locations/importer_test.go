@@ -51,10 +51,10 @@ func generatedPlaces(n int) (string, int) {
 }
 
 // importer builds a service over a migrated and seeded database.
-func importer(t *testing.T, db *bun.DB) (*locations.Service, *testkit.Server) {
+func importer(t *testing.T, db *bun.DB) (*locations.Feature, *testkit.Server) {
 	t.Helper()
 	s := newServer(t, db)
-	svc, err := locations.NewService(s.Config, db, logrus.NewEntry(logrus.StandardLogger()), nil)
+	svc, err := locations.New(locations.Deps{Config: s.Config, DB: db, Log: logrus.NewEntry(logrus.StandardLogger())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,14 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agritrade/api/platform/apierr"
-	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/system/internal/locations/gazetteer"
 	"github.com/agritrade/api/system/internal/locations/outside"
 	"github.com/agritrade/api/system/internal/locations/place"
 	"github.com/sirupsen/logrus"
-	"github.com/uptrace/bun"
 )
 
 // Provider names of locations.provider.
@@ -39,19 +38,14 @@ type Service struct {
 	log   logrus.FieldLogger
 }
 
-// NewService builds the service from the configuration: locations.provider
+// NewService builds the service from the locations section: locations.provider
 // picks the primary provider, locations.three_word_key turns the three-word
 // service on. transport carries the calls to outside services (nil: the
 // default; the platform passes its tracing transport).
-func NewService(cfg *config.Config, bdb *bun.DB, log logrus.FieldLogger, transport http.RoundTripper) (*Service, error) {
-	lc, err := ReadConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	store := gazetteer.NewStore(bdb)
+func NewService(lc Config, baseURL string, store *gazetteer.Store, log logrus.FieldLogger, transport http.RoundTripper) (*Service, error) {
 	gaz := gazetteer.NewGazetteer(store, lc.MaxDistanceKm)
 	s := &Service{store: store, primary: gaz, bySource: map[string]place.Provider{gaz.Source(): gaz}, words: gaz, log: log}
-	client := outside.NewClient(lc.ClientConfig, cfg.BaseURL, transport)
+	client := outside.NewClient(lc.ClientConfig, baseURL, transport)
 	switch strings.ToLower(strings.TrimSpace(lc.Provider)) {
 	case "", ProviderGazetteer:
 	case ProviderNominatim:
@@ -95,7 +89,22 @@ func (s *Service) Search(ctx context.Context, q place.SearchQuery) ([]place.Sear
 			return nil, 0, apierr.NotFound("container")
 		}
 	}
-	return p.Search(ctx, q)
+	started := time.Now()
+	res, total, err := p.Search(ctx, q)
+	// What was asked stays out of the line (addresses are personal data): its
+	// length, the container and what the provider answered are enough to
+	// follow a provider's behaviour.
+	s.debug(ctx, p, "address search", started, err).WithFields(logrus.Fields{"textLength": len(q.Text), "country": q.Country, "container": q.Container != "", "results": len(res), "total": total}).Debug("location provider answered")
+	return res, total, err
+}
+
+// debug is the entry of a provider call's debug line.
+func (s *Service) debug(ctx context.Context, p place.Provider, op string, started time.Time, err error) logrus.FieldLogger {
+	e := logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"provider": p.Source(), "op": op, "duration": time.Since(started).String()})
+	if err != nil {
+		e = e.WithError(err)
+	}
+	return e
 }
 
 // ByAddressID resolves an address id with the provider named by source, or
@@ -119,13 +128,18 @@ func (s *Service) ByAddressID(ctx context.Context, id, source string) (*place.Lo
 			return nil, apierr.NotFound("address")
 		}
 	}
-	return p.Resolve(ctx, id)
+	started := time.Now()
+	loc, err := p.Resolve(ctx, id)
+	s.debug(ctx, p, "resolve address id", started, err).Debug("location provider answered")
+	return loc, err
 }
 
 // ByCoordinates answers the location nearest a valid point, with its
 // three-word address when a three-word service is configured.
 func (s *Service) ByCoordinates(ctx context.Context, c place.Coordinates) (*place.Location, error) {
+	started := time.Now()
 	loc, err := s.primary.Reverse(ctx, c)
+	s.debug(ctx, s.primary, "reverse geocode", started, err).Debug("location provider answered")
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // Mount binds the conversation routes (all need a token).
-func Mount(g gin.IRouter, s *Service) {
-	h := handlers{s: s}
+func (f *Feature) Mount(g gin.IRouter) {
+	h := handlers{s: f.svc}
 	r := g.Group("/conversations", auth.RequireAuth())
 	r.POST("", httpx.H(h.create))
 	r.GET("", httpx.H(h.list))

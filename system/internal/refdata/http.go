@@ -28,8 +28,8 @@ type Handler struct {
 }
 
 // Mount binds the routes under the module's group.
-func Mount(g *gin.RouterGroup, svc *Service, maxUpload int64, gate *tabular.Gate) {
-	h := &Handler{svc: svc, maxUpload: maxUpload, gate: gate}
+func (f *Feature) Mount(g gin.IRouter) {
+	h := &Handler{svc: f.Service, maxUpload: f.maxUpload, gate: f.gate}
 	g.GET("/settings", auth.RequireAuth(), httpx.H(h.settings))
 	g.GET("/settings/:country", auth.RequireAuth(), httpx.H(h.settings))
 	g.GET("/countries", httpx.H(h.countries))

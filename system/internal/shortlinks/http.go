@@ -22,11 +22,17 @@ type Confirmation struct {
 const RateScope = "shortlinks"
 
 // Mount binds POST /short-urls (public, rate limited per client IP) and the
-// stats route under api, and the redirect GET /s/{code} at the root.
-func Mount(api gin.IRouter, root gin.IRouter, s *Service, limiter ratelimit.Limiter) {
-	h := handlers{s: s}
-	api.POST("/short-urls", ratelimit.Middleware(limiter, RateScope), httpx.H(h.create))
+// stats route under api.
+func (f *Feature) Mount(api gin.IRouter) {
+	h := handlers{s: f.svc}
+	api.POST("/short-urls", ratelimit.Middleware(f.limiter, RateScope), httpx.H(h.create))
 	api.GET("/short-urls/:code", auth.RequireAuth(), httpx.H(h.stats))
+}
+
+// MountRoot binds the redirect GET /s/{code} at the root: it lives outside
+// the module's /system/v1 group but is the module's.
+func (f *Feature) MountRoot(root gin.IRouter) {
+	h := handlers{s: f.svc}
 	root.GET("/s/:code", httpx.H(h.follow))
 }
 

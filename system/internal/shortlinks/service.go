@@ -8,7 +8,6 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
-	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/google/uuid"
@@ -67,17 +66,14 @@ type Service struct {
 	now       func() time.Time
 }
 
-// NewService reads the templates and the allow-list from the configuration.
-func NewService(bdb *bun.DB, cfg *config.Config, log logrus.FieldLogger) (*Service, error) {
-	sc, err := ReadConfig(cfg)
+// NewService checks the templates and the allow-list of the shortlinks
+// section; baseURL is the API's ({base_url} of a template, always allowed).
+func NewService(bdb *bun.DB, sc Config, baseURL string, log logrus.FieldLogger) (*Service, error) {
+	ts, err := NewTemplates(sc.Templates, baseURL)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := NewTemplates(sc.Templates, cfg.BaseURL)
-	if err != nil {
-		return nil, err
-	}
-	allow, err := NewAllowList(sc.AllowedHosts, cfg.BaseURL)
+	allow, err := NewAllowList(sc.AllowedHosts, baseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +106,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, in Input) (*Cre
 		row.Code = newCode()
 		err = s.store.insert(ctx, s.db, row)
 		if err == nil {
+			logging.Ctx(ctx, s.log).WithField("code", row.Code).WithField("template", row.Template).Debug("short link created")
 			return s.created(row), nil
 		}
 		if !db.IsUniqueViolation(err) {
@@ -158,6 +155,7 @@ func (s *Service) Follow(ctx context.Context, code string, v Visit) (string, err
 	if err := db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error { return s.store.countVisit(ctx, tx, visit) }); err != nil {
 		logging.Ctx(ctx, s.log).WithError(err).WithField("code", code).Warn("short link visit not counted")
 	}
+	logging.Ctx(ctx, s.log).WithField("code", code).WithField("agent", visit.AgentClass).Debug("short link followed")
 	return row.Target, nil
 }
 
