@@ -20,6 +20,7 @@ import (
 	"github.com/agritrade/api/cmd/internal/buildinfo"
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/spf13/cobra"
 )
@@ -32,6 +33,10 @@ var (
 	demoHaul   = auth.Principal{UserID: "demo-haulier", Name: "Gareth Price", OrgID: "demo-org-haulage", OrgName: "Price Haulage", Orgs: []string{"demo-org-haulage"}}
 	demoDriver = auth.Principal{UserID: "demo-driver", Name: "Tom Reilly", OrgID: "demo-org-haulage", OrgName: "Price Haulage", Orgs: []string{"demo-org-haulage"}, Roles: []string{auth.RoleDriver}}
 	demoAdmin  = auth.Principal{UserID: "demo-admin", Name: "Ada Admin", OrgID: "demo-org-agritrade", OrgName: "AgriTrade", Roles: []string{auth.RoleAdmin}}
+	// demoDocs is the farmer with the admin role: the one token with which
+	// every example of /docs works (her loads, listings and conversations,
+	// and the admin operations).
+	demoDocs = auth.Principal{UserID: demoFarmer.UserID, Name: demoFarmer.Name, OrgID: demoFarmer.OrgID, OrgName: demoFarmer.OrgName, Orgs: demoFarmer.Orgs, Roles: []string{auth.RoleAdmin}}
 )
 
 func newDemo(f *rootFlags) *cobra.Command {
@@ -68,7 +73,7 @@ delivery, a conversation about a listing and an expert question. It prints a tok
 				return err
 			}
 			defer func() { stop(); wg.Wait() }()
-			d := &demo{h: srv.Engine, secret: p.Auth.Secret(), out: cmd.OutOrStdout()}
+			d := &demo{h: srv.Engine, secret: p.Auth.Secret(), out: cmd.OutOrStdout(), base: p.Config.BaseURL, fixedIDs: !force}
 			if err := d.run(ctx, force); err != nil {
 				return err
 			}
@@ -88,6 +93,30 @@ type demo struct {
 	tokens map[string]string
 	// signed is the signed URL of the last upload; tile that of a thumbnail.
 	signed, tile string
+	// id, when set, is the id the next request's new record gets (platform/ids).
+	id string
+	// fixedIDs: the sample gets its known ids (demo_ids.go); a second sample
+	// (--force) gets fresh ones, the known ids being taken.
+	fixedIDs bool
+	base     string
+}
+
+// as fixes the id of the record the next request creates.
+func (d *demo) as(id string) *demo {
+	if d.fixedIDs {
+		d.id = id
+	}
+	return d
+}
+
+// docsToken is the token for /docs: demoDocs shares the farmer's user id, so
+// it is minted apart from the per-user cache.
+func (d *demo) docsToken() string {
+	t, err := auth.Mint(d.secret, auth.MintOptions{Principal: demoDocs, TTL: 30 * 24 * time.Hour})
+	if err != nil {
+		panic(err) // HS256 signing with a non-empty key does not fail
+	}
+	return t
 }
 
 func (d *demo) token(p auth.Principal) string {
@@ -124,6 +153,10 @@ func (d *demo) call(method, path string, who auth.Principal, body, out any) erro
 }
 
 func (d *demo) send(req *http.Request, out any) error {
+	if d.id != "" {
+		req = req.WithContext(ids.WithFixed(req.Context(), d.id))
+		d.id = ""
+	}
 	rec := httptest.NewRecorder()
 	d.h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
@@ -266,14 +299,15 @@ var demoFiles = map[string]map[string]any{}
 
 func (d *demo) files() (string, error) {
 	for _, f := range []struct {
-		key, name string
-		who       auth.Principal
-		band      color.RGBA
+		key, name, id string
+		who           auth.Principal
+		band          color.RGBA
 	}{
-		{"ticket", "weighbridge-ticket.jpg", demoDriver, color.RGBA{R: 250, G: 250, B: 250, A: 255}},
-		{"sample", "wheat-sample.jpg", demoFarmer, color.RGBA{R: 210, G: 170, B: 90, A: 255}},
-		{"cattle", "angus-stores.jpg", demoFarmer, color.RGBA{R: 40, G: 30, B: 30, A: 255}},
-		{"ewes", "texel-ewes.jpg", demoFarmer, color.RGBA{R: 235, G: 235, B: 225, A: 255}},
+		{"spare", "old-ear-tags.jpg", demoFileSpare, demoFarmer, color.RGBA{R: 230, G: 200, B: 40, A: 255}},
+		{"ticket", "weighbridge-ticket.jpg", demoFileTicket, demoDriver, color.RGBA{R: 250, G: 250, B: 250, A: 255}},
+		{"sample", "wheat-sample.jpg", demoFileSample, demoFarmer, color.RGBA{R: 210, G: 170, B: 90, A: 255}},
+		{"cattle", "angus-stores.jpg", demoFileCattle, demoFarmer, color.RGBA{R: 40, G: 30, B: 30, A: 255}},
+		{"ewes", "texel-ewes.jpg", demoFileEwes, demoFarmer, color.RGBA{R: 235, G: 235, B: 225, A: 255}},
 	} {
 		typ := "image"
 		if f.key == "ticket" {
@@ -282,7 +316,7 @@ func (d *demo) files() (string, error) {
 		if f.key == "sample" {
 			typ = "sample"
 		}
-		ref, err := d.upload(f.who, "images", typ, f.name, cameraPhoto(f.band))
+		ref, err := d.as(f.id).upload(f.who, "images", typ, f.name, cameraPhoto(f.band))
 		if err != nil {
 			return "", err
 		}
@@ -300,14 +334,31 @@ func (d *demo) files() (string, error) {
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "image/jpeg" {
 		return "", fmt.Errorf("the thumbnail of the ewes' photo answered %d %s: %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
 	}
-	return fmt.Sprintf("%d photos uploaded (1600x1200 JPEG), a 300x300 thumbnail made", len(demoFiles)), nil
+	// Two resumable uploads left unfinished (tus): one to append to, one to
+	// terminate. 1 MiB announced, nothing sent yet.
+	for _, id := range []string{demoUploadAppend, demoUploadTerminate} {
+		req := httptest.NewRequest(http.MethodPost, "/system/v1/uploads", nil)
+		req.Header.Set("Authorization", "Bearer "+d.token(demoFarmer))
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Upload-Length", "1048576")
+		req.Header.Set("Upload-Metadata", demoUploadMetadata)
+		if d.fixedIDs {
+			req = req.WithContext(ids.WithFixed(req.Context(), id))
+		}
+		rec := httptest.NewRecorder()
+		d.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			return "", fmt.Errorf("POST /system/v1/uploads answered %d: %s", rec.Code, rec.Body.String())
+		}
+	}
+	return fmt.Sprintf("%d photos uploaded (1600x1200 JPEG), a 300x300 thumbnail made, 2 resumable uploads begun", len(demoFiles)), nil
 }
 
 func (d *demo) conversation() (string, error) {
 	var conv struct {
 		ConversationID string `json:"conversationId"`
 	}
-	if err := d.call(http.MethodPost, "/system/v1/conversations", demoBuyer, map[string]any{
+	if err := d.as(demoConversation).call(http.MethodPost, "/system/v1/conversations", demoBuyer, map[string]any{
 		"to": demoFarmer.UserID, "message": "Are the Texel ewes scanned, and could they go the week after next?",
 		"title": "Texel ewes",
 	}, &conv); err != nil {
@@ -337,7 +388,9 @@ func (d *demo) expert() (string, error) {
 }
 
 func (d *demo) printTokens(base string) {
-	fmt.Fprintf(d.out, "\nTry it at %s/docs with one of these tokens (valid 30 days):\n", base)
+	fmt.Fprintf(d.out, "\nTry it at %s/docs: Authorize with this token and every example there works as shown (valid 30 days):\n", base)
+	fmt.Fprintf(d.out, "\n  %s (%s, %s) with the admin role\n  %s\n", demoDocs.Name, demoDocs.OrgName, demoDocs.UserID, d.docsToken())
+	fmt.Fprintf(d.out, "\nThe sample's users, one token each:\n")
 	for _, p := range []auth.Principal{demoFarmer, demoBuyer, demoHaul, demoDriver, demoAdmin} {
 		fmt.Fprintf(d.out, "\n  %s (%s, %s)\n  %s\n", p.Name, p.OrgName, p.UserID, d.token(p))
 	}

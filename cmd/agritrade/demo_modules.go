@@ -36,7 +36,7 @@ var demoLoads = []demoLoad{
 
 func (d *demo) loads() (string, error) {
 	states := map[string]int{}
-	for _, l := range demoLoads {
+	for i, l := range demoLoads {
 		date := time.Now().UTC().AddDate(0, 0, l.daysAhead).Format(time.DateOnly)
 		var load struct {
 			ID string `json:"id"`
@@ -46,7 +46,7 @@ func (d *demo) loads() (string, error) {
 			"reference": l.ref, "deliveryDateISO": date, "weight": l.tonnes, "weightNet": nil,
 			"files": nil, "tags": []string{"demo", "harvest-2026"}, "pickupPostcode": l.pickup, "dropoffPostcode": l.dropoff,
 		}
-		if err := d.call(http.MethodPost, "/logistics/v1/loads", demoFarmer, body, &load); err != nil {
+		if err := d.as(fmt.Sprintf("%s%d", demoLoadPrefix, 101+i)).call(http.MethodPost, "/logistics/v1/loads", demoFarmer, body, &load); err != nil {
 			return "", err
 		}
 		if l.state != "upcoming" {
@@ -150,7 +150,7 @@ var demoListings = []demoListing{
 func (d *demo) listings() (string, error) {
 	kinds := map[string]bool{}
 	var sold, drafts int
-	for _, l := range demoListings {
+	for i, l := range demoListings {
 		who := demoFarmer
 		if l.who == "buyer" {
 			who = demoBuyer
@@ -167,7 +167,7 @@ func (d *demo) listings() (string, error) {
 		var created struct {
 			ID string `json:"id"`
 		}
-		if err := d.call(http.MethodPost, "/livestock/v1/listings/"+l.kind, who, body, &created); err != nil {
+		if err := d.as(fmt.Sprintf("%s%03d", demoListingPrefix, i+1)).call(http.MethodPost, "/livestock/v1/listings/"+l.kind, who, body, &created); err != nil {
 			return "", err
 		}
 		kinds[l.kind] = true
@@ -182,7 +182,7 @@ func (d *demo) listings() (string, error) {
 		}
 		if l.kind == "sheep" && l.file != "" {
 			// The buyer asks about the ewes: a conversation attached to the listing.
-			if err := d.call(http.MethodPost, "/system/v1/conversations", demoBuyer, map[string]any{
+			if err := d.as(demoListingConversation).call(http.MethodPost, "/system/v1/conversations", demoBuyer, map[string]any{
 				"to": who.UserID, "message": "Would you take 200 a head for the lot?", "listingId": created.ID, "listingType": "livestock",
 			}, nil); err != nil {
 				return "", err
@@ -192,5 +192,22 @@ func (d *demo) listings() (string, error) {
 			}
 		}
 	}
-	return fmt.Sprintf("%d listings of %d kinds in GB and IE (%d sold, %d draft), one wishlisted and discussed", len(demoListings), len(kinds), sold, drafts), nil
+	// The buyer reports the haylage (an admin reviews it), the farmer saves a
+	// search (the delete example's), and a short link points at the ewes.
+	if err := d.call(http.MethodPost, "/livestock/v1/listings/"+demoListingPrefix+"008/report", demoBuyer, map[string]any{
+		"reason": "misleading", "message": "The photos are of a different batch of bales.",
+	}, nil); err != nil {
+		return "", err
+	}
+	if err := d.as(demoSavedSearch).call(http.MethodPost, "/livestock/v1/saved-searches", demoFarmer, map[string]any{
+		"name": "Store cattle in Yorkshire", "query": map[string]any{"f:commodityType": []string{"cattle"}, "latitude": 54.23, "longitude": -1.34, "distanceKm": 60},
+	}, nil); err != nil {
+		return "", err
+	}
+	if err := d.as(demoShortCode).call(http.MethodPost, "/system/v1/short-urls", demoFarmer, map[string]any{
+		"template": "default", "url": d.base + "/livestock/v1/listings/" + demoListingPrefix + "001", "source": "demo", "campaign": "texel-ewes",
+	}, nil); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d listings of %d kinds in GB and IE (%d sold, %d draft), one wishlisted, discussed and shared, one reported; a saved search", len(demoListings), len(kinds), sold, drafts), nil
 }

@@ -304,4 +304,24 @@ func TestDemoFillsAnEmptyInstallation(t *testing.T) {
 	if status, _, body := p.call(t, http.MethodGet, "/system/v1/conversations", farmer, ""); status != 200 || !bytes.Contains(body, []byte(`"totalDocs":2`)) {
 		t.Fatalf("conversations: %d %s", status, body)
 	}
+	// The sample's objects have the ids the documents' examples cite
+	// (demo_ids.go; clients/typescript/test/docs.test.ts sends every example).
+	for path, want := range map[string]string{
+		"/logistics/v1/loads/" + demoLoadPrefix + "101":                 `"reference":"HF-2026-101"`,
+		"/livestock/v1/listings/" + demoListingPrefix + "001":           `Texel cross ewes`,
+		"/system/v1/files/" + demoFileEwes + "/info":                    `texel-ewes.jpg`,
+		"/system/v1/conversations/" + demoConversation:                  `Texel ewes`,
+		"/system/v1/conversations/listing/" + demoListingPrefix + "001": demoListingConversation,
+		"/system/v1/short-urls/" + demoShortCode:                        `"code":"HillFarm"`,
+	} {
+		if status, _, body := p.call(t, http.MethodGet, path, farmer, ""); status != 200 || !bytes.Contains(body, []byte(want)) {
+			t.Fatalf("%s: %d %s, want %s", path, status, body, want)
+		}
+	}
+	// The token printed for /docs is the farmer's with the admin role.
+	if m := regexp.MustCompile(`with the admin role\n\s+(\S+)`).FindSubmatch(out); m == nil {
+		t.Fatalf("demo output lacks the /docs token:\n%s", out)
+	} else if status, _, body := p.call(t, http.MethodGet, "/system/v1/admin/settings", string(m[1]), ""); status != 200 {
+		t.Fatalf("the /docs token on an admin route: %d %s", status, body)
+	}
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
-	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -189,7 +189,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 			return nil, err
 		}
 	}
-	rec := s.newRecord(p, u.bucket, contentType)
+	rec := s.newRecord(ctx, p, u.bucket, contentType)
 	body := &uploadReader{r: io.MultiReader(bytes.NewReader(head), in.Body), hash: sha256.New(), max: s.opts.MaxBytes}
 	size, err := s.blobs.Put(ctx, rec.Path, body)
 	if err != nil {
@@ -249,9 +249,9 @@ func refused(bucket, contentType string, executable bool) error {
 // newRecord starts the record of a new file: its id and storage key. The key
 // starts with the bucket when it is known; a file sent before its bucket
 // waits under "incoming" (the record keeps the key).
-func (s *Service) newRecord(p *auth.Principal, bucket, contentType string) *Record {
+func (s *Service) newRecord(ctx context.Context, p *auth.Principal, bucket, contentType string) *Record {
 	now := s.opts.Now().UTC()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := ids.New(ctx)
 	prefix := bucket
 	if !slices.Contains(Buckets, prefix) {
 		prefix = "incoming"

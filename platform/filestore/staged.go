@@ -72,7 +72,8 @@ func (s *Service) CanPart() bool { _, ok := s.blobs.(parter); return ok }
 // ReserveKey names the file a staged upload will become: its storage key,
 // whose last segment is the record's id (Adopt).
 func (s *Service) ReserveKey(p *auth.Principal, bucket string) string {
-	return s.newRecord(p, bucket, "").Path
+	// A staged upload's id is never one a context fixes (platform/ids): no context here.
+	return s.newRecord(context.Background(), p, bucket, "").Path
 }
 
 // AppendScratch writes r at offset of the scratch object key (see appender).
@@ -242,7 +243,7 @@ func (s *Service) Adopt(ctx context.Context, p *auth.Principal, in PutInput, st 
 			}
 		}
 	}
-	rec := s.newRecord(p, u.bucket, contentType)
+	rec := s.newRecord(ctx, p, u.bucket, contentType)
 	rec.ID, rec.Path = id, st.Key
 	rec.Bucket, rec.Type, rec.Name, rec.OrganisationID, rec.Organisations = u.bucket, u.typ, u.name, u.org, u.orgs
 	rec.Size, rec.Hash = st.Size, st.Hash

@@ -3,7 +3,9 @@
 # pinned tools, check that the committed schema.d.ts is what the documents
 # generate, type-check, lint the documents with Spectral, and run the main
 # flows with the generated client against a real server, and a resumable
-# upload with tus-js-client over two replicas (test/tus.test.ts).
+# upload with tus-js-client over two replicas (test/tus.test.ts), and /docs
+# in headless Chromium: every operation's "Try it" with its shown example
+# against `agritrade demo` data (test/docs.test.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(cd ../.. && pwd)"
@@ -16,6 +18,13 @@ if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   echo "client-test: Node.js 20 or newer is needed, found $(node --version)" >&2
   exit 1
 fi
+# The /docs browser test drives Debian's chromium (puppeteer-core downloads no browser).
+chromium="${AGRITRADE_CHROMIUM:-/usr/bin/chromium}"
+if [ ! -x "$chromium" ]; then
+  echo "client-test: $chromium is needed for the /docs browser test (apt-get install -y chromium, or set AGRITRADE_CHROMIUM)" >&2
+  exit 1
+fi
+export AGRITRADE_CHROMIUM="$chromium"
 step() { printf '\n== client: %s\n' "$*"; }
 start=$(date +%s)
 step "npm ci"
@@ -35,6 +44,6 @@ step "typecheck (tsc --noEmit)"
 npm run --silent typecheck
 step "Spectral (spectral:oas + .spectral.yaml) over the module documents and the merged one"
 npm run --silent lint:openapi
-step "main flows with the generated client, and tus-js-client over two replicas, against real servers"
+step "main flows with the generated client, tus-js-client over two replicas, and /docs in Chromium, against real servers"
 npm test --silent
 step "client checks took $(( $(date +%s) - start ))s"

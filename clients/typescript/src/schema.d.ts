@@ -1551,7 +1551,7 @@ export interface paths {
             path: {
                 /**
                  * @description Upload id (the last segment of `Location`).
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000b001
                  */
                 id: string;
             };
@@ -3372,7 +3372,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a008
                  */
                 id: string;
             };
@@ -3380,6 +3380,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "decision": "clear"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingReview"];
             };
         };
@@ -3436,7 +3441,7 @@ export interface operations {
                 status?: "open" | "reviewed" | "all";
                 /**
                  * @description Only the reports of this listing.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a008
                  */
                 listingId?: string;
             };
@@ -3509,6 +3514,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "logging": {
+                 *         "filter": "",
+                 *         "level": "info"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
@@ -3716,6 +3729,43 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "categoryIds": [
+                 *         5,
+                 *         501
+                 *       ],
+                 *       "description": "Wheat straw, 120x90 Heston bales, 300 available ex-farm.",
+                 *       "files": [],
+                 *       "isDraft": false,
+                 *       "location": {
+                 *         "address": {
+                 *           "city": "Thirsk",
+                 *           "countryISO": "GB",
+                 *           "countryName": "United Kingdom",
+                 *           "name": "Thirsk",
+                 *           "postcode": "YO7 1PS",
+                 *           "region": "North Yorkshire",
+                 *           "regionISO": "GB-NYK"
+                 *         },
+                 *         "coordinates": {
+                 *           "lat": 54.2326,
+                 *           "lon": -1.3416
+                 *         }
+                 *       },
+                 *       "price": {
+                 *         "pricePerUnit": {
+                 *           "amount": 65,
+                 *           "currency": "GBP"
+                 *         },
+                 *         "type": "negotiable"
+                 *       },
+                 *       "tags": [
+                 *         "straw"
+                 *       ],
+                 *       "type": "selling"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingCreate"];
             };
         };
@@ -3757,6 +3807,69 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "categoryIds": [
+                 *         2,
+                 *         201,
+                 *         252
+                 *       ],
+                 *       "description": "12 Aberdeen Angus store bullocks, 14-16 months, home bred, TB tested clear in September.",
+                 *       "files": [
+                 *         {
+                 *           "id": "01900000-0000-7000-8000-00000000f003"
+                 *         }
+                 *       ],
+                 *       "isDraft": false,
+                 *       "location": {
+                 *         "address": {
+                 *           "city": "Thirsk",
+                 *           "countryISO": "GB",
+                 *           "countryName": "United Kingdom",
+                 *           "name": "Thirsk",
+                 *           "postcode": "YO7 1PS",
+                 *           "region": "North Yorkshire",
+                 *           "regionISO": "GB-NYK"
+                 *         },
+                 *         "coordinates": {
+                 *           "lat": 54.2326,
+                 *           "lon": -1.3416
+                 *         }
+                 *       },
+                 *       "price": {
+                 *         "pricePerUnit": {
+                 *           "amount": 1450,
+                 *           "currency": "GBP"
+                 *         },
+                 *         "type": "fixed"
+                 *       },
+                 *       "properties": {
+                 *         "breedType": "aberdeen-angus",
+                 *         "health": {
+                 *           "tbDetails": "Whole-herd test clear 12 Sep 2026",
+                 *           "tbInterval": "annual",
+                 *           "tbStatus": "officially-tb-free"
+                 *         },
+                 *         "maxAge": 16,
+                 *         "minAge": 14,
+                 *         "performance": {
+                 *           "averageWeight": {
+                 *             "conversion": 1,
+                 *             "name": "kg",
+                 *             "weight": 520
+                 *           }
+                 *         },
+                 *         "quantity": 12,
+                 *         "sexes": "steers",
+                 *         "type": "stores"
+                 *       },
+                 *       "tags": [
+                 *         "stores",
+                 *         "home-bred"
+                 *       ],
+                 *       "type": "selling"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingCreateCattle"];
             };
         };
@@ -3798,6 +3911,43 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "categoryIds": [
+                 *         4,
+                 *         403
+                 *       ],
+                 *       "description": "200 bales of first-cut haylage, wrapped six times, tested at 11.2 ME.",
+                 *       "files": [],
+                 *       "isDraft": false,
+                 *       "location": {
+                 *         "address": {
+                 *           "city": "Skibbereen",
+                 *           "countryISO": "IE",
+                 *           "countryName": "Ireland",
+                 *           "name": "Skibbereen",
+                 *           "postcode": "P81 YH79",
+                 *           "region": "Cork",
+                 *           "regionISO": "IE-CO"
+                 *         },
+                 *         "coordinates": {
+                 *           "lat": 51.55,
+                 *           "lon": -9.2667
+                 *         }
+                 *       },
+                 *       "price": {
+                 *         "pricePerUnit": {
+                 *           "amount": 38,
+                 *           "currency": "EUR"
+                 *         },
+                 *         "type": "fixed"
+                 *       },
+                 *       "tags": [
+                 *         "haylage"
+                 *       ],
+                 *       "type": "selling"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingCreate"];
             };
         };
@@ -3839,6 +3989,63 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "categoryIds": [
+                 *         1,
+                 *         101,
+                 *         152
+                 *       ],
+                 *       "description": "40 Texel cross ewes, scanned 185%, due to lamb from 1 March. Vaccinated, teeth and udders checked.",
+                 *       "files": [
+                 *         {
+                 *           "id": "01900000-0000-7000-8000-00000000f004"
+                 *         }
+                 *       ],
+                 *       "isDraft": false,
+                 *       "location": {
+                 *         "address": {
+                 *           "city": "Builth Wells",
+                 *           "countryISO": "GB",
+                 *           "countryName": "United Kingdom",
+                 *           "name": "Builth Wells",
+                 *           "postcode": "LD2 3SL",
+                 *           "region": "Powys",
+                 *           "regionISO": "GB-POW"
+                 *         },
+                 *         "coordinates": {
+                 *           "lat": 52.1497,
+                 *           "lon": -3.4036
+                 *         }
+                 *       },
+                 *       "price": {
+                 *         "pricePerUnit": {
+                 *           "amount": 210,
+                 *           "currency": "GBP"
+                 *         },
+                 *         "type": "fixed"
+                 *       },
+                 *       "properties": {
+                 *         "additionalInfo": [
+                 *           "in-lamb",
+                 *           "crossbred"
+                 *         ],
+                 *         "breedType": "texel",
+                 *         "health": {
+                 *           "data": "Heptavac P+ and Footvax given; MV accredited flock"
+                 *         },
+                 *         "sexes": "ewes",
+                 *         "type": [
+                 *           "breeding"
+                 *         ]
+                 *       },
+                 *       "tags": [
+                 *         "scanned",
+                 *         "breeding"
+                 *       ],
+                 *       "type": "selling"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingCreateSheep"];
             };
         };
@@ -3880,6 +4087,53 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "categoryIds": [
+                 *         3,
+                 *         301
+                 *       ],
+                 *       "description": "Border Collie bitch, 2 years, working sheep on the hill, ISDS registered.",
+                 *       "files": [],
+                 *       "isDraft": false,
+                 *       "location": {
+                 *         "address": {
+                 *           "city": "Stirling",
+                 *           "countryISO": "GB",
+                 *           "countryName": "United Kingdom",
+                 *           "name": "Stirling",
+                 *           "postcode": "FK8 2EA",
+                 *           "region": "Stirling",
+                 *           "regionISO": "GB-STG"
+                 *         },
+                 *         "coordinates": {
+                 *           "lat": 56.1165,
+                 *           "lon": -3.9369
+                 *         }
+                 *       },
+                 *       "price": {
+                 *         "pricePerUnit": {
+                 *           "amount": 2500,
+                 *           "currency": "GBP"
+                 *         },
+                 *         "type": "fixed"
+                 *       },
+                 *       "properties": {
+                 *         "breedType": "border-collie",
+                 *         "registration": {
+                 *           "dateOfBirth": "2024-04-02",
+                 *           "isRegistered": true,
+                 *           "name": "Fly",
+                 *           "registrationNumber": "ISDS-336112"
+                 *         },
+                 *         "sex": "female"
+                 *       },
+                 *       "tags": [
+                 *         "trained"
+                 *       ],
+                 *       "type": "selling"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingCreateWorkingDog"];
             };
         };
@@ -3913,7 +4167,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a001
                  */
                 id: string;
             };
@@ -3953,7 +4207,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a001
                  */
                 id: string;
             };
@@ -3961,6 +4215,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "40 Texel cross ewes, scanned 185%, due to lamb from 1 March. Collection from Builth Wells any weekday.",
+                 *       "price": {
+                 *         "pricePerUnit": {
+                 *           "amount": 205,
+                 *           "currency": "GBP"
+                 *         },
+                 *         "type": "fixed"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingUpdate"];
             };
         };
@@ -4000,7 +4266,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a010
                  */
                 id: string;
             };
@@ -4008,6 +4274,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "sold"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingClose"];
             };
         };
@@ -4047,7 +4318,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a003
                  */
                 id: string;
             };
@@ -4055,6 +4326,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "message": "The same advert is on another site at half the price.",
+                 *       "reason": "suspicious"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ListingReport"];
             };
         };
@@ -4094,7 +4371,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a006
                  */
                 id: string;
             };
@@ -4136,7 +4413,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a006
                  */
                 id: string;
             };
@@ -4218,6 +4495,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Texel ewes near Builth Wells",
+                 *       "query": {
+                 *         "distanceKm": 40,
+                 *         "f:commodityBreed": [
+                 *           "texel"
+                 *         ],
+                 *         "f:commodityType": [
+                 *           "sheep"
+                 *         ],
+                 *         "latitude": 52.15,
+                 *         "longitude": -3.4
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["SavedSearchCreate"];
             };
         };
@@ -4255,7 +4548,7 @@ export interface operations {
             path: {
                 /**
                  * @description Saved search id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000e001
                  */
                 id: string;
             };
@@ -4326,6 +4619,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "logging": {
+                 *         "filter": "",
+                 *         "level": "info"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
@@ -4387,12 +4688,12 @@ export interface operations {
                 endDateISO?: string;
                 /**
                  * @description Filter by organiser organisation id.
-                 * @example O1
+                 * @example demo-org-hillfarm
                  */
                 "f:organiserId"?: string;
                 /**
                  * @description Filter by carrier organisation id.
-                 * @example O2
+                 * @example demo-org-haulage
                  */
                 "f:carrierId"?: string;
                 /**
@@ -4402,7 +4703,7 @@ export interface operations {
                 "f:status"?: components["schemas"]["LoadStatus"];
                 /**
                  * @description Free text: letters and digits are compared, case-insensitively, as a substring of reference, ticket number, vehicle registration, postcodes and party names.
-                 * @example PO-1001
+                 * @example HF-2026-101
                  */
                 query?: string;
                 /**
@@ -4460,6 +4761,23 @@ export interface operations {
         /** @description One load, or an array of loads. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "commodityId": 1,
+                 *       "deliveryDateISO": "2026-12-15",
+                 *       "dropoffPostcode": "SA31 3EP",
+                 *       "files": [],
+                 *       "organiserId": "demo-org-hillfarm",
+                 *       "organiserName": "Hill Farm Partnership",
+                 *       "pickupPostcode": "LD3 0SU",
+                 *       "reference": "HF-2026-106",
+                 *       "tags": [
+                 *         "harvest-2026"
+                 *       ],
+                 *       "weight": 29,
+                 *       "weightNet": null
+                 *     }
+                 */
                 "application/json": components["schemas"]["LoadCreate"] | components["schemas"]["LoadCreate"][];
             };
         };
@@ -4501,6 +4819,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "file": "commodityId,reference,deliveryDateISO,weight,pickupPostcode,dropoffPostcode,tags\n1,HF-2026-201,2026-12-20,29,LD3 0SU,SA31 3EP,harvest-2026;batch\n2,HF-2026-202,2026-12-21,28.5,LD2 3NG,HR4 9QS,harvest-2026\n",
+                 *       "organisationId": "demo-org-hillfarm",
+                 *       "organisationName": "Hill Farm Partnership"
+                 *     }
+                 */
                 "multipart/form-data": components["schemas"]["ImportUpload"];
             };
         };
@@ -4534,7 +4859,7 @@ export interface operations {
             query: {
                 /**
                  * @description Comma-separated load ids.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e,0196a3f2-4c1f-7c4b-8e3f-6a7b8c9d0e1f
+                 * @example 01900000-0000-7000-8000-000000000101,01900000-0000-7000-8000-000000000102
                  */
                 ids: string;
             };
@@ -4580,6 +4905,23 @@ export interface operations {
         /** @description One load, or an array of loads. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "carrierId": "demo-org-hillfarm",
+                 *       "carrierName": "Hill Farm Partnership",
+                 *       "commodityId": 2,
+                 *       "deliveryDateISO": "2026-12-18",
+                 *       "dropoffPostcode": "HR4 9QS",
+                 *       "organisationId": "demo-org-byrne",
+                 *       "organisationName": "Byrne Livestock Ltd",
+                 *       "pickupPostcode": "LD2 3NG",
+                 *       "reference": "HF-C-2026-001",
+                 *       "tags": [
+                 *         "backload"
+                 *       ],
+                 *       "weight": 28
+                 *     }
+                 */
                 "application/json": components["schemas"]["LoadCarrierCreate"] | components["schemas"]["LoadCarrierCreate"][];
             };
         };
@@ -4661,6 +5003,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "files": [],
+                 *         "loadId": "01900000-0000-7000-8000-000000000102",
+                 *         "ticketNumber": "WB-102",
+                 *         "vehicleRegistration": "CU70 HGV",
+                 *         "weightNet": 28.2
+                 *       }
+                 *     ]
+                 */
                 "application/json": components["schemas"]["ProofOfDelivery"][];
             };
         };
@@ -4702,6 +5055,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "carrierId": "demo-org-haulage",
+                 *         "carrierName": "Price Haulage",
+                 *         "loadId": "01900000-0000-7000-8000-000000000101"
+                 *       }
+                 *     ]
+                 */
                 "application/json": components["schemas"]["SendToCarrier"][];
             };
         };
@@ -4743,6 +5105,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "driverId": "demo-driver",
+                 *         "driverName": "Tom Reilly",
+                 *         "loadId": "01900000-0000-7000-8000-000000000101"
+                 *       }
+                 *     ]
+                 */
                 "application/json": components["schemas"]["SendToDriver"][];
             };
         };
@@ -4776,7 +5147,7 @@ export interface operations {
             path: {
                 /**
                  * @description Load id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-000000000101
                  */
                 id: string;
             };
@@ -4816,7 +5187,7 @@ export interface operations {
             path: {
                 /**
                  * @description Load id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-000000000105
                  */
                 id: string;
             };
@@ -4824,6 +5195,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "files": [],
+                 *       "ticketNumber": "WB-105",
+                 *       "vehicleRegistration": "CU70 HGV",
+                 *       "weightNet": 28.9
+                 *     }
+                 */
                 "application/json": components["schemas"]["ProofOfDeliveryForLoad"];
             };
         };
@@ -4939,7 +5318,7 @@ export interface operations {
             path: {
                 /**
                  * @description Short code.
-                 * @example k3Xp9aQ2
+                 * @example HillFarm
                  */
                 code: string;
             };
@@ -5009,6 +5388,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "logging": {
+                 *         "filter": "",
+                 *         "level": "info"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["AdminSettingsChange"];
             };
         };
@@ -5050,6 +5437,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "prefixes": [
+                 *         "refdata:"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CacheClear"];
             };
         };
@@ -5135,6 +5529,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "file": "commodityId,type,grade,variety\n1,Milling,Group 1,Skyfall\n1,Milling,Group 1,Crusoe\n1,Milling,Group 1,KWS Zyatt\n"
+                 *     }
+                 */
                 "multipart/form-data": components["schemas"]["ImportUpload"];
             };
         };
@@ -5278,6 +5677,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "message": "The Angus stores are weighed on Friday if you want to see them.",
+                 *       "title": "Angus stores",
+                 *       "to": "demo-buyer"
+                 *     }
+                 */
                 "application/json": components["schemas"]["MessageCreate"];
             };
         };
@@ -5311,7 +5717,7 @@ export interface operations {
             path: {
                 /**
                  * @description Listing id (the seed's `action` parameter).
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000a001
                  */
                 id: string;
             };
@@ -5345,7 +5751,7 @@ export interface operations {
             path: {
                 /**
                  * @description Conversation id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000c001
                  */
                 id: string;
             };
@@ -5385,7 +5791,7 @@ export interface operations {
             path: {
                 /**
                  * @description Conversation id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000c001
                  */
                 id: string;
             };
@@ -5393,6 +5799,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "message": "They could go the week after next, any weekday.",
+                 *       "to": "demo-buyer"
+                 *     }
+                 */
                 "application/json": components["schemas"]["MessageCreate"];
             };
         };
@@ -5504,6 +5916,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "files": [
+                 *         {
+                 *           "id": "01900000-0000-7000-8000-00000000f002"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["GrainSampleRequest"];
             };
         };
@@ -5545,6 +5966,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "files": [
+                 *         {
+                 *           "id": "01900000-0000-7000-8000-00000000f002"
+                 *         }
+                 *       ],
+                 *       "question": "Our Skyfall came in at 72 kg/hl after a wet harvest: is it still worth offering as milling?"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ExpertQuestion"];
             };
         };
@@ -5586,6 +6017,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "bucket": "files",
+                 *       "file": "Hill Farm Partnership - terms of sale\nCollection ex-farm, payment within 14 days of delivery.\n",
+                 *       "name": "terms-of-sale.txt",
+                 *       "organisationId": "demo-org-hillfarm",
+                 *       "type": "contract"
+                 *     }
+                 */
                 "multipart/form-data": components["schemas"]["FileUpload"];
             };
         };
@@ -5649,7 +6089,7 @@ export interface operations {
             path: {
                 /**
                  * @description File id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000f004
                  */
                 id: string;
             };
@@ -5715,7 +6155,7 @@ export interface operations {
             path: {
                 /**
                  * @description File id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000f005
                  */
                 id: string;
             };
@@ -5751,7 +6191,7 @@ export interface operations {
             path: {
                 /**
                  * @description File id.
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000f004
                  */
                 id: string;
             };
@@ -6081,6 +6521,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "campaign": "texel-ewes",
+                 *       "source": "demo",
+                 *       "template": "default",
+                 *       "url": "http://localhost:8080/livestock/v1/listings/01900000-0000-7000-8000-00000000a001"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ShortUrlCreate"];
             };
         };
@@ -6113,7 +6561,7 @@ export interface operations {
             path: {
                 /**
                  * @description Short code.
-                 * @example k3Xp9aQ2
+                 * @example HillFarm
                  */
                 code: string;
             };
@@ -6151,14 +6599,14 @@ export interface operations {
                 "Tus-Resumable": components["parameters"]["TusResumable"];
                 /**
                  * @description Size of the whole file in bytes.
-                 * @example 52428800
+                 * @example 1048576
                  */
                 "Upload-Length": number;
                 /**
-                 * @description `bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=` (keys and base64 values).
-                 * @example bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=
+                 * @description `bucket aW1hZ2Vz,type aW1hZ2U=,name eWFyZC5wbmc=` (keys and base64 values); without `bucket`, `type` and `name`: 400.
+                 * @example bucket ZmlsZXM=,type Y29udHJhY3Q=,name ZmxvY2stcmVjb3JkLnBkZg==
                  */
-                "Upload-Metadata"?: string;
+                "Upload-Metadata": string;
                 /**
                  * @description `sha256 <base64 digest>` of the chunk (mismatch: 460).
                  * @example sha256 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=
@@ -6170,6 +6618,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example The first bytes of flock-record.pdf */
                 "application/offset+octet-stream": Blob;
             };
         };
@@ -6243,8 +6692,8 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Upload id (the last segment of `Location`).
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @description Upload id (the last segment of `Location`); the example is another upload than the others' (this one ends it).
+                 * @example 01900000-0000-7000-8000-00000000b002
                  */
                 id: string;
             };
@@ -6284,7 +6733,7 @@ export interface operations {
             path: {
                 /**
                  * @description Upload id (the last segment of `Location`).
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000b001
                  */
                 id: string;
             };
@@ -6329,7 +6778,7 @@ export interface operations {
                 "Tus-Resumable": components["parameters"]["TusResumable"];
                 /**
                  * @description Where the chunk starts.
-                 * @example 5242880
+                 * @example 0
                  */
                 "Upload-Offset": number;
                 /**
@@ -6341,7 +6790,7 @@ export interface operations {
             path: {
                 /**
                  * @description Upload id (the last segment of `Location`).
-                 * @example 0196a3f2-4c1e-7b3a-9d2e-5f6a7b8c9d0e
+                 * @example 01900000-0000-7000-8000-00000000b001
                  */
                 id: string;
             };
@@ -6349,6 +6798,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /** @example The first bytes of flock-record.pdf */
                 "application/offset+octet-stream": Blob;
             };
         };

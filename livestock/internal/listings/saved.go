@@ -21,9 +21,9 @@ import (
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 )
 
@@ -277,7 +277,7 @@ func (s *Service) CreateSavedSearch(ctx context.Context, p *auth.Principal, raw 
 	queryJSON, _ := json.Marshal(body["query"])
 	orgs, _ := json.Marshal(p.Organisations())
 	row := &savedSearchRow{
-		ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Orgs: string(orgs), Name: name,
+		ID: ids.New(ctx), UserID: p.UserID, Orgs: string(orgs), Name: name,
 		Query: values.Encode(), Body: string(queryJSON), CreatedAt: s.now(),
 	}
 	keys := indexKeys(sr.Filter)

@@ -9,8 +9,8 @@ import (
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
-	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -66,7 +66,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	}
 	now := s.now()
 	l := &Listing{
-		ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, OrganisationID: p.OrgID, OrganisationName: p.OrgName,
+		ID: ids.New(ctx), UserID: p.UserID, OrganisationID: p.OrgID, OrganisationName: p.OrgName,
 		Kind: kind, Type: d.Type, Status: StatusActive, CategoryIDs: d.CategoryIDs, Location: d.Location, Price: d.Price,
 		Files: d.Files, Description: d.Description, Tags: d.Tags, Properties: d.Properties, CreatedAt: now, UpdatedAt: now,
 	}
@@ -278,7 +278,7 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, id string, raw 
 		if dup {
 			return apierr.Conflict("you have already reported this listing")
 		}
-		r := &Report{ID: uuid.Must(uuid.NewV7()).String(), ListingID: id, UserID: p.UserID, UserName: p.Name,
+		r := &Report{ID: ids.New(ctx), ListingID: id, UserID: p.UserID, UserName: p.Name,
 			OrganisationID: p.OrgID, Reason: reason, Message: message, CreatedAt: s.now()}
 		if err := s.store.InsertReport(ctx, tx, r); err != nil {
 			if db.IsUniqueViolation(err) {

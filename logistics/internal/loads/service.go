@@ -13,6 +13,7 @@ import (
 	"github.com/agritrade/api/platform/db"
 	streamevents "github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
@@ -123,7 +124,7 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 	now := s.now()
 	loads := make([]*Load, len(drafts))
 	for i := range drafts {
-		loads[i] = NewLoad(uuid.Must(uuid.NewV7()).String(), &drafts[i], commodities[drafts[i].CommodityID], files[i], p.UserID, now)
+		loads[i] = NewLoad(ids.New(ctx), &drafts[i], commodities[drafts[i].CommodityID], files[i], p.UserID, now)
 	}
 	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
 		taken, err := s.store.KeysTaken(ctx, tx, keys)

@@ -19,6 +19,7 @@
   var METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
   var MAX_TEXT_SHOWN = 400000; // characters of a text response shown inline
   var MAX_DEPTH = 8; // schema nesting shown / used for examples
+  var STREAM_SHOWN_MS = 3000; // how long an event stream's answer is read
 
   var spec = null;
   var operations = []; // {id, domId, method, path, op, pathItem, tag}
@@ -755,13 +756,18 @@
     if (ex === undefined) ex = schema.default;
     var input;
     var values = Array.isArray(schema.enum) ? schema.enum : (typeOf(schema) === 'boolean' ? [true, false] : null);
+    // A required parameter starts with its example (so "Send" works as shown, against the demo
+    // sample); an optional one shows it as a placeholder and is not sent unless typed, except when
+    // the document marks it `x-docs-prefill` (one of a few alternatives the operation needs).
+    var prefill = !!p.required || p['x-docs-prefill'] === true;
+    var exText = ex !== undefined ? (Array.isArray(ex) ? ex.join(',') : (isObj(ex) ? JSON.stringify(ex) : String(ex))) : undefined;
     if (values) {
       input = el('select', { id: id }, [el('option', { value: '', text: p.required ? '(choose)' : '(not set)' })].concat(values.map(function (v) {
-        return el('option', { value: String(v), text: String(v) });
+        return el('option', { value: String(v), text: String(v), selected: prefill && exText === String(v) });
       })));
     } else {
-      var placeholder = ex !== undefined ? (Array.isArray(ex) ? ex.join(',') : (isObj(ex) ? JSON.stringify(ex) : String(ex))) : typeLabel(p.schema || {});
-      input = el('input', { id: id, type: 'text', placeholder: placeholder, spellcheck: 'false', autocomplete: 'off' });
+      input = el('input', { id: id, type: 'text', placeholder: exText !== undefined ? exText : typeLabel(p.schema || {}), spellcheck: 'false', autocomplete: 'off',
+        value: prefill && exText !== undefined ? exText : '' });
     }
     input.dataset.name = p.name;
     input.dataset.in = p.in;
@@ -774,6 +780,26 @@
     return { row: row, input: input, param: p, isArray: isArray };
   }
 
+  /**
+   * Chooses a file made from an example's text in a file input (DataTransfer is how a page may
+   * fill one), so that an upload works from the shown example; the reader may choose another.
+   */
+  function setExampleFile(input, text, name) {
+    try {
+      var dt = new DataTransfer();
+      dt.items.add(new File([text], name, { type: /\.csv$/.test(name) ? 'text/csv' : 'text/plain' }));
+      input.files = dt.files;
+      input.title = 'The example file (' + name + ') is chosen; choose another to send it instead.';
+    } catch (e) { /* an old browser: the reader chooses a file */ }
+  }
+
+  /** The name of an example file: the form's `name` field when it has one, else by the part's content type. */
+  function exampleFileName(media, field, formEx) {
+    if (typeof formEx.name === 'string' && /^[\w.-]+$/.test(formEx.name)) return formEx.name;
+    var enc = isObj(media.encoding) && isObj(media.encoding[field]) ? String(media.encoding[field].contentType || '') : '';
+    return field + (/csv/.test(enc) ? '.csv' : '.txt');
+  }
+
   function bodyEditor(mediaType, media, idBase) {
     var schema = media.schema || {};
     var wrap = el('div', { class: 'body-editor' });
@@ -783,15 +809,21 @@
       var s = flatten(schema).schema;
       var props = s.properties || {};
       var required = s.required || [];
+      // The media type's example gives the form's values: text fields start with them, and a
+      // file field's example (the file's text) becomes a file already chosen (see exampleFile).
+      var formEx = explicitExample(media);
+      if (!isObj(formEx)) formEx = {};
       var fields = Object.keys(props).map(function (name) {
         var ps = flatten(props[name]).schema;
         var id = idBase + '-f-' + slug(name);
         var binary = isBinarySchema(props[name]);
+        var given = formEx[name];
         var input;
         if (binary && mediaType !== 'application/x-www-form-urlencoded') {
           input = el('input', { id: id, type: 'file', multiple: typeOf(ps) === 'array' });
+          if (typeof given === 'string') setExampleFile(input, given, exampleFileName(media, name, formEx));
         } else if (Array.isArray(ps.enum)) {
-          input = el('select', { id: id }, [el('option', { value: '', text: '(not set)' })].concat(ps.enum.map(function (v) { return el('option', { value: String(v), text: String(v) }); })));
+          input = el('select', { id: id }, [el('option', { value: '', text: '(not set)' })].concat(ps.enum.map(function (v) { return el('option', { value: String(v), text: String(v), selected: given !== undefined && String(given) === String(v) }); })));
         } else if (typeOf(ps) === 'object' || (typeOf(ps) === 'array' && hasStructure(ps))) {
           // Structured part: sent as one JSON text part. Prefilled only when required.
           var exv = exampleFor(props[name], 'request');
@@ -800,11 +832,13 @@
         } else if (typeOf(ps) === 'array') {
           // Array of plain values: one part per comma-separated value (OpenAPI's default encoding).
           var exa = ps.example;
-          input = el('input', { id: id, type: 'text', spellcheck: 'false', placeholder: Array.isArray(exa) ? exa.join(',') : 'value1,value2' });
+          input = el('input', { id: id, type: 'text', spellcheck: 'false', placeholder: Array.isArray(exa) ? exa.join(',') : 'value1,value2',
+            value: Array.isArray(given) ? given.join(',') : '' });
           input.dataset.repeat = '1';
         } else {
           var ex = ps.example !== undefined ? ps.example : ps.default;
-          input = el('input', { id: id, type: 'text', spellcheck: 'false', placeholder: ex === undefined ? typeLabel(props[name]) : String(ex) });
+          input = el('input', { id: id, type: 'text', spellcheck: 'false', placeholder: ex === undefined ? typeLabel(props[name]) : String(ex),
+            value: given !== undefined && !isObj(given) && !Array.isArray(given) ? String(given) : '' });
         }
         wrap.appendChild(el('div', { class: 'field-row' }, [
           el('label', { for: id }, [el('code', { text: name }), required.indexOf(name) >= 0 ? el('span', { class: 'req', text: ' *' }) : null,
@@ -861,6 +895,8 @@
     } else {
       var fid = idBase + '-file';
       var fin = el('input', { id: fid, type: 'file' });
+      var rawEx = explicitExample(media);
+      if (typeof rawEx === 'string') setExampleFile(fin, rawEx, 'example.bin');
       wrap.appendChild(el('div', { class: 'field-row' }, [el('label', { for: fid }, ['Body file ', el('span', { class: 'muted small', text: mediaType })]), fin]));
       collect = function () { return { body: fin.files && fin.files[0] ? fin.files[0] : null, contentType: mediaType }; };
       curlParts = function () { return fin.files && fin.files[0] ? [['--data-binary', '@' + fin.files[0].name]] : []; };
@@ -1026,6 +1062,29 @@
     return (n / 1024 / 1024).toFixed(1) + ' MiB';
   }
 
+  /**
+   * A server-sent event stream never ends by itself: show what arrives in the first seconds,
+   * then let go of the connection (an application keeps it open, e.g. with EventSource).
+   */
+  function showStream(out, res) {
+    var reader = res.body.getReader();
+    var decoder = new TextDecoder();
+    var text = '';
+    var pre = el('pre', { class: 'code', text: '' });
+    out.appendChild(el('p', { class: 'muted small', text: 'An event stream: what arrives in the first ' + STREAM_SHOWN_MS / 1000 + ' s is shown, then the page stops reading (an application keeps it open).' }));
+    out.appendChild(pre);
+    var stop = setTimeout(function () { reader.cancel().catch(function () {}); }, STREAM_SHOWN_MS);
+    function pump() {
+      return reader.read().then(function (r) {
+        if (r.done) { clearTimeout(stop); return; }
+        text += decoder.decode(r.value, { stream: true });
+        pre.textContent = text.length > MAX_TEXT_SHOWN ? text.slice(0, MAX_TEXT_SHOWN) : text;
+        return pump();
+      });
+    }
+    return pump().catch(function () { clearTimeout(stop); });
+  }
+
   function showResponse(out, res, ms, url) {
     (blobUrls.get(out) || []).forEach(function (u) { URL.revokeObjectURL(u); });
     blobUrls.set(out, []);
@@ -1050,6 +1109,7 @@
       out.appendChild(el('p', { class: 'muted', text: '(no body)' }));
       return Promise.resolve();
     }
+    if (/^text\/event-stream/.test(ct) && res.body && res.body.getReader) return showStream(out, res);
     return res.blob().then(function (blob) {
       head.appendChild(el('span', { class: 'muted small', text: formatBytes(blob.size) }));
       if (!blob.size) { out.appendChild(el('p', { class: 'muted', text: '(empty body)' })); return; }

@@ -143,7 +143,7 @@ func TestQuestions(t *testing.T) {
 					storedID = m["id"].(string)
 				}},
 		})
-		svc := experts.NewService(s.Platform.DB, s.Platform.Files)
+		svc := newFeature(t, s)
 		req, err := svc.Get(context.Background(), storedID)
 		if err != nil {
 			t.Fatal(err)
@@ -213,7 +213,7 @@ func TestGrainSamples(t *testing.T) {
 		if r := s.Do(testkit.Request{Method: http.MethodPost, Path: "/system/v1/experts/grain-samples", Token: s.Token(bob), JSON: map[string]any{"files": refs(bobsPhoto)}}); r.Status != 200 {
 			t.Fatalf("bob's sample: %d %s", r.Status, r.Body)
 		}
-		req, err := experts.NewService(s.Platform.DB, s.Platform.Files).Get(context.Background(), id)
+		req, err := newFeature(t, s).Get(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,4 +273,15 @@ func FuzzNewQuestion(f *testing.F) {
 			t.Fatalf("accepted a grain sample with %d files", len(g.Refs))
 		}
 	})
+}
+
+// newFeature builds the feature over the server's database and file store,
+// for reading back what a request stored.
+func newFeature(t *testing.T, s *testkit.Server) *experts.Feature {
+	t.Helper()
+	f, err := experts.New(experts.Deps{DB: s.Platform.DB, Files: s.Platform.Files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -12,12 +12,12 @@ type Deps struct {
 }
 
 // Feature is the ask-an-expert feature: its service and routes.
-type Feature struct{ svc *Service }
+type Feature struct{ *Service }
 
 // New builds the feature, refusing missing dependencies.
 func New(d Deps) (*Feature, error) {
 	if err := module.CheckDeps("experts", "DB", d.DB, "Files", d.Files); err != nil {
 		return nil, err
 	}
-	return &Feature{svc: NewService(d.DB, d.Files)}, nil
+	return &Feature{Service: NewService(newStore(d.DB), d.Files)}, nil
 }

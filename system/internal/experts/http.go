@@ -17,7 +17,7 @@ type Confirmation struct {
 
 // Mount binds the expert routes (both need a token).
 func (f *Feature) Mount(g gin.IRouter) {
-	h := handlers{s: f.svc}
+	h := handlers{s: f.Service}
 	r := g.Group("/experts", auth.RequireAuth())
 	r.POST("/questions", httpx.H(h.question))
 	r.POST("/grain-samples", httpx.H(h.grainSample))

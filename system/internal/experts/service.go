@@ -9,11 +9,9 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
-	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/filestore"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
-	"github.com/uptrace/bun"
 )
 
 // Files is what the feature needs of the file store (*filestore.Service).
@@ -40,15 +38,14 @@ type Request struct {
 
 // Service records requests and notifies the experts.
 type Service struct {
-	db    *bun.DB
 	files Files
 	store store
 	now   func() time.Time
 }
 
 // NewService makes the service.
-func NewService(bdb *bun.DB, files Files) *Service {
-	return &Service{db: bdb, files: files, now: time.Now}
+func NewService(st store, files Files) *Service {
+	return &Service{store: st, files: files, now: time.Now}
 }
 
 // Submit checks the draft's files (readable by p; for a grain sample each an
@@ -89,11 +86,11 @@ func (s *Service) Submit(ctx context.Context, p *auth.Principal, d Draft) (*Requ
 		ID: req.ID, Kind: req.Kind, Status: req.Status, Question: req.Question, Files: string(filesJSON), UserID: req.UserID,
 		UserName: req.UserName, OrganisationID: req.OrganisationID, OrganisationName: req.OrganisationName, CreatedAt: req.CreatedAt,
 	}
-	err = db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.store.insert(ctx, tx, row); err != nil {
+	err = s.store.InTx(ctx, func(ctx context.Context, tx store) error {
+		if err := tx.insert(ctx, row); err != nil {
 			return err
 		}
-		return outbox.Enqueue(ctx, tx, notification(req))
+		return tx.Enqueue(ctx, notification(req))
 	})
 	if err != nil {
 		return nil, apierr.Internal(err)
@@ -158,7 +155,7 @@ func notification(r *Request) outbox.Event {
 
 // Get answers a stored request (for tests and operators; no route reads requests yet).
 func (s *Service) Get(ctx context.Context, id string) (*Request, error) {
-	row, err := s.store.get(ctx, s.db, id)
+	row, err := s.store.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}

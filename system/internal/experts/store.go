@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/outbox"
 	"github.com/uptrace/bun"
 )
 
@@ -23,19 +25,39 @@ type requestRow struct {
 	CreatedAt        time.Time `bun:"created_at,notnull"`
 }
 
-// store holds the feature's SQL.
-type store struct{}
+// store holds the SQL of expert requests over a database handle: the pool, or within
+// InTx one transaction, so that the service speaks only of what it does.
+type store struct {
+	db  *bun.DB // the pool InTx begins on
+	idb bun.IDB // what the queries run on
+}
 
-func (store) insert(ctx context.Context, idb bun.IDB, row *requestRow) error {
-	_, err := idb.NewInsert().Model(row).Exec(ctx)
+func newStore(bdb *bun.DB) store { return store{db: bdb, idb: bdb} }
+
+// InTx runs fn with the store bound to one transaction (platform/db.InTx: the
+// SQLite write gate, the hooks after the commit); an error from fn rolls it back.
+func (s store) InTx(ctx context.Context, fn func(ctx context.Context, tx store) error) error {
+	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		s.idb = tx
+		return fn(ctx, s)
+	})
+}
+
+func (s store) insert(ctx context.Context, row *requestRow) error {
+	_, err := s.idb.NewInsert().Model(row).Exec(ctx)
 	return err
 }
 
 // get answers a stored request (tests and operators).
-func (store) get(ctx context.Context, idb bun.IDB, id string) (*requestRow, error) {
+func (s store) get(ctx context.Context, id string) (*requestRow, error) {
 	row := new(requestRow)
-	if err := idb.NewSelect().Model(row).Where("r.id = ?", id).Scan(ctx); err != nil {
+	if err := s.idb.NewSelect().Model(row).Where("r.id = ?", id).Scan(ctx); err != nil {
 		return nil, err
 	}
 	return row, nil
+}
+
+// Enqueue adds a notification to the outbox in the store's transaction.
+func (s store) Enqueue(ctx context.Context, ev outbox.Event) error {
+	return outbox.Enqueue(ctx, s.idb, ev)
 }

@@ -35,8 +35,8 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
-	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -121,7 +121,7 @@ func (r *Resumable) Create(ctx context.Context, p *auth.Principal, length int64,
 	}
 	now := r.Now().UTC()
 	row := &uploadRow{
-		ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Bucket: in.Bucket, Type: in.Type, Name: in.Name,
+		ID: ids.New(ctx), UserID: p.UserID, Bucket: in.Bucket, Type: in.Type, Name: in.Name,
 		OrganisationID: in.OrganisationID, Organisations: string(orgs), Metadata: metadata, Length: length,
 		CreatedAt: now, ExpiresAt: now.Add(r.ttl).Truncate(time.Second),
 		FileKey: r.files.ReserveKey(p, in.Bucket), MultipartParts: "[]",

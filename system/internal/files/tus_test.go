@@ -648,3 +648,95 @@ func TestTus_CutMidChunk_ResumedExact_TerminateAborts(t *testing.T) {
 		}
 	})
 }
+
+// TestTus_UnstagedUpload_FinishesByReadBack: an upload without a reserved
+// file key (made before migration 0035) goes on as scratch chunks read back
+// as the body of an ordinary upload at the end: same file, nothing left.
+func TestTus_UnstagedUpload_FinishesByReadBack(t *testing.T) {
+	forEach(t, nil, func(t *testing.T, e *env) {
+		s := e.Server
+		content := pngContent(300 << 10)
+		path := tusCreate(t, s, farmer, len(content), imageMeta("old.png"))
+		id := path[strings.LastIndex(path, "/")+1:]
+		if _, err := s.Platform.DB.NewUpdate().Table("system_uploads").Set("file_key = ''").Where("id = ?", id).Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		mustPatch(t, s, farmer, path, 0, content[:100<<10])
+		mustPatch(t, s, farmer, path, 100<<10, content[100<<10:200<<10])
+		if got := chunks(e.objects(t)); len(got) != 2 {
+			t.Fatalf("store holds %v, want 2 scratch chunks", got)
+		}
+		r := mustPatch(t, s, farmer, path, 200<<10, content[200<<10:])
+		checkFile(t, s, farmer, r.Header.Get("Upload-File-Id"), content)
+		if got := e.objects(t); len(got) != 1 {
+			t.Fatalf("store holds %v", got)
+		}
+		if _, p := uploadRows(t, s); p != 0 {
+			t.Fatalf("%d part rows left", p)
+		}
+	})
+}
+
+// TestTus_MixedChunkSizes_ExactFile: chunks under 5 MiB between larger ones
+// (on S3 they wait as scratch objects and lead the next part) make the same
+// file, bytes and SHA-256, and leave nothing but it.
+func TestTus_MixedChunkSizes_ExactFile(t *testing.T) {
+	forEach(t, nil, func(t *testing.T, e *env) {
+		s := e.Server
+		const mib = 1 << 20
+		content := pngContent(10*mib + 5000)
+		path := tusCreate(t, s, farmer, len(content), imageMeta("mixed.png"))
+		off := 0
+		for _, n := range []int{1000, 5 * mib, 1000, 5 * mib, 3000} {
+			r := mustPatch(t, s, farmer, path, off, content[off:off+n])
+			off += n
+			if off == len(content) {
+				checkFile(t, s, farmer, r.Header.Get("Upload-File-Id"), content)
+			}
+		}
+		if got := e.objects(t); len(got) != 1 {
+			t.Fatalf("store holds %v", got)
+		}
+		if _, p := uploadRows(t, s); p != 0 {
+			t.Fatalf("%d part rows left", p)
+		}
+	})
+}
+
+// TestTus_LastChunkAgain_SameFile: when the answer to the last chunk is lost
+// after the file was made (the database failed to record it on the upload),
+// the chunk sent again answers the same file: no second file, no second
+// object.
+func TestTus_LastChunkAgain_SameFile(t *testing.T) {
+	forEach(t, nil, func(t *testing.T, e *env) {
+		s := e.Server
+		const mib = 1 << 20
+		content := pngContent(6*mib + 99)
+		path := tusCreate(t, s, farmer, len(content), imageMeta("again.png"))
+		id := path[strings.LastIndex(path, "/")+1:]
+		mustPatch(t, s, farmer, path, 0, content[:5*mib])
+		var state string
+		if err := s.Platform.DB.NewSelect().Table("system_uploads").Column("hash_state").Where("id = ?", id).Scan(t.Context(), &state); err != nil {
+			t.Fatal(err)
+		}
+		r := mustPatch(t, s, farmer, path, 5*mib, content[5*mib:])
+		file := r.Header.Get("Upload-File-Id")
+		// The upload as it was before the last chunk, the file made.
+		if _, err := s.Platform.DB.NewUpdate().Table("system_uploads").Set("received = ?", 5*mib).Set("file_id = ''").
+			Set("hash_state = ?", state).Where("id = ?", id).Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		r = mustPatch(t, s, farmer, path, 5*mib, content[5*mib:])
+		if got := r.Header.Get("Upload-File-Id"); got != file {
+			t.Fatalf("again: file %s, want %s", got, file)
+		}
+		checkFile(t, s, farmer, file, content)
+		n, err := s.Platform.DB.NewSelect().Table("platform_files").Count(t.Context())
+		if err != nil || n != 1 {
+			t.Fatalf("%d file records (%v)", n, err)
+		}
+		if got := e.objects(t); len(got) != 1 {
+			t.Fatalf("store holds %v", got)
+		}
+	})
+}

@@ -18,5 +18,5 @@ func New(d Deps) (*Feature, error) {
 	if err := module.CheckDeps("messaging", "DB", d.DB); err != nil {
 		return nil, err
 	}
-	return &Feature{svc: NewService(d.DB)}, nil
+	return &Feature{svc: NewService(newStore(d.DB))}, nil
 }

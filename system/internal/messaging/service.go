@@ -9,12 +9,11 @@ import (
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
-	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
-	"github.com/uptrace/bun"
 )
 
 // Sortable lists the sortBy values of the conversation list.
@@ -28,14 +27,13 @@ const ListMessages = 50
 // a listing conversation between two users is continued rather than
 // duplicated, and every message notifies the others in the same transaction.
 type Service struct {
-	db    *bun.DB
 	store store
 	now   func() time.Time
 }
 
 // NewService makes the service over the database.
-func NewService(bdb *bun.DB) *Service {
-	return &Service{db: bdb, now: time.Now}
+func NewService(st store) *Service {
+	return &Service{store: st, now: time.Now}
 }
 
 // Send stores a message from p. pathID is the conversation of the route
@@ -58,24 +56,24 @@ func (s *Service) Send(ctx context.Context, p *auth.Principal, pathID string, in
 		return nil, err
 	}
 	var conv *Conversation
-	err = db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err = s.store.InTx(ctx, func(ctx context.Context, tx store) error {
 		row, err := s.target(ctx, tx, p, d)
 		if err != nil {
 			return err
 		}
 		now := s.now().UTC()
-		toName, err := s.store.knownName(ctx, tx, d.To)
+		toName, err := tx.knownName(ctx, d.To)
 		if err != nil {
 			return err
 		}
-		if err := s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: d.To, UserName: toName, JoinedAt: now, UpdatedAt: now}); err != nil {
+		if err := tx.join(ctx, &participantRow{ConversationID: row.ID, UserID: d.To, UserName: toName, JoinedAt: now, UpdatedAt: now}); err != nil {
 			return err
 		}
 		msg := &messageRow{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: row.ID, SentByID: p.UserID, SentByName: p.Name, Message: d.Text, CreatedAt: now}
-		if err := s.store.appendMessage(ctx, tx, msg); err != nil {
+		if err := tx.appendMessage(ctx, msg); err != nil {
 			return err
 		}
-		if err := s.store.markRead(ctx, tx, row.ID, p.UserID, msg.Seq, p.Name); err != nil {
+		if err := tx.markRead(ctx, row.ID, p.UserID, msg.Seq, p.Name); err != nil {
 			return err
 		}
 		convs, err := s.assemble(ctx, tx, p.UserID, []conversationRow{*row}, 0)
@@ -84,10 +82,10 @@ func (s *Service) Send(ctx context.Context, p *auth.Principal, pathID string, in
 		}
 		conv = &convs[0]
 		conv.Unread = 0 // the sender has just seen the whole conversation
-		if err := outbox.Enqueue(ctx, tx, notification(conv, p, msg)); err != nil {
+		if err := tx.Enqueue(ctx, notification(conv, p, msg)); err != nil {
 			return err
 		}
-		return events.Append(ctx, tx, streamEvent(conv, msg))
+		return tx.AppendEvent(ctx, streamEvent(conv, msg))
 	})
 	if errors.Is(err, errNotFound) {
 		return nil, apierr.NotFound("conversation")
@@ -104,9 +102,9 @@ func (s *Service) Send(ctx context.Context, p *auth.Principal, pathID string, in
 // target answers the conversation a draft goes to: the given one (p must take
 // part), the existing one about the same listing between p and the recipient,
 // or a new one.
-func (s *Service) target(ctx context.Context, tx bun.Tx, p *auth.Principal, d Draft) (*conversationRow, error) {
+func (s *Service) target(ctx context.Context, tx store, p *auth.Principal, d Draft) (*conversationRow, error) {
 	if d.ConversationID != "" {
-		row, err := s.store.get(ctx, tx, d.ConversationID, p.UserID)
+		row, err := tx.get(ctx, d.ConversationID, p.UserID)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +115,7 @@ func (s *Service) target(ctx context.Context, tx bun.Tx, p *auth.Principal, d Dr
 		return row, f.Err()
 	}
 	if d.ListingID != "" {
-		row, err := s.store.forListingPair(ctx, tx, d.ListingID, d.ListingType, p.UserID, d.To)
+		row, err := tx.forListingPair(ctx, d.ListingID, d.ListingType, p.UserID, d.To)
 		if err == nil {
 			if d.Title != "" && d.Title != deref(row.Title) {
 				return nil, apierr.Invalid(apierr.FieldError{Path: "title", Code: "mismatch", Message: "must be the title of your existing conversation about this listing when given", Data: map[string]any{"title": deref(row.Title)}})
@@ -130,13 +128,13 @@ func (s *Service) target(ctx context.Context, tx bun.Tx, p *auth.Principal, d Dr
 	}
 	now := s.now().UTC()
 	row := &conversationRow{
-		ID: uuid.Must(uuid.NewV7()).String(), Title: nonEmpty(d.Title), ListingID: nonEmpty(d.ListingID), ListingType: nonEmpty(d.ListingType),
+		ID: ids.New(ctx), Title: nonEmpty(d.Title), ListingID: nonEmpty(d.ListingID), ListingType: nonEmpty(d.ListingType),
 		CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := s.store.insertConversation(ctx, tx, row); err != nil {
+	if err := tx.insertConversation(ctx, row); err != nil {
 		return nil, err
 	}
-	return row, s.store.join(ctx, tx, &participantRow{ConversationID: row.ID, UserID: p.UserID, UserName: p.Name, JoinedAt: now, UpdatedAt: now})
+	return row, tx.join(ctx, &participantRow{ConversationID: row.ID, UserID: p.UserID, UserName: p.Name, JoinedAt: now, UpdatedAt: now})
 }
 
 // notification is the outbox event of a new message: to every participant but the sender.
@@ -180,14 +178,14 @@ func streamEvent(c *Conversation, m *messageRow) events.Event {
 
 // Get answers a conversation of p with all its messages and marks it read.
 func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Conversation, error) {
-	row, err := s.store.get(ctx, s.db, id, p.UserID)
+	row, err := s.store.get(ctx, id, p.UserID)
 	return s.read(ctx, p, row, err)
 }
 
 // ForListing answers p's most recently active conversation about a listing and
 // marks it read.
 func (s *Service) ForListing(ctx context.Context, p *auth.Principal, listingID string) (*Conversation, error) {
-	row, err := s.store.forListing(ctx, s.db, listingID, p.UserID)
+	row, err := s.store.forListing(ctx, listingID, p.UserID)
 	return s.read(ctx, p, row, err)
 }
 
@@ -198,11 +196,11 @@ func (s *Service) read(ctx context.Context, p *auth.Principal, row *conversation
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
-	convs, err := s.assemble(ctx, s.db, p.UserID, []conversationRow{*row}, 0)
+	convs, err := s.assemble(ctx, s.store, p.UserID, []conversationRow{*row}, 0)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
-	if err := s.store.markRead(ctx, s.db, row.ID, p.UserID, row.MessageCount, ""); err != nil {
+	if err := s.store.markRead(ctx, row.ID, p.UserID, row.MessageCount, ""); err != nil {
 		return nil, apierr.Internal(err)
 	}
 	return &convs[0], nil
@@ -212,7 +210,7 @@ func (s *Service) read(ctx context.Context, p *auth.Principal, row *conversation
 // it is set): the page, then the messages,
 // participants and unread counts of the whole page in one query each.
 func (s *Service) List(ctx context.Context, p *auth.Principal, pg httpx.Page, since *time.Time) (*Page, error) {
-	total, err := s.store.count(ctx, s.db, p.UserID, since)
+	total, err := s.store.count(ctx, p.UserID, since)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
@@ -220,11 +218,11 @@ func (s *Service) List(ctx context.Context, p *auth.Principal, pg httpx.Page, si
 	if pg.Offset >= total {
 		return out, nil
 	}
-	rows, err := s.store.page(ctx, s.db, p.UserID, since, pg.SortBy, pg.SortDesc, pg.Limit, pg.Offset)
+	rows, err := s.store.page(ctx, p.UserID, since, pg.SortBy, pg.SortDesc, pg.Limit, pg.Offset)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
-	if out.Docs, err = s.assemble(ctx, s.db, p.UserID, rows, ListMessages); err != nil {
+	if out.Docs, err = s.assemble(ctx, s.store, p.UserID, rows, ListMessages); err != nil {
 		return nil, apierr.Internal(err)
 	}
 	return out, nil
@@ -232,20 +230,20 @@ func (s *Service) List(ctx context.Context, p *auth.Principal, pg httpx.Page, si
 
 // assemble turns rows into answers with a fixed number of queries whatever
 // the number of rows (no N+1): messages, participants, unread counts.
-func (s *Service) assemble(ctx context.Context, idb bun.IDB, userID string, rows []conversationRow, lastMessages int) ([]Conversation, error) {
+func (s *Service) assemble(ctx context.Context, st store, userID string, rows []conversationRow, lastMessages int) ([]Conversation, error) {
 	ids := make([]string, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	msgs, err := s.store.messages(ctx, idb, ids, lastMessages)
+	msgs, err := st.messages(ctx, ids, lastMessages)
 	if err != nil {
 		return nil, fmt.Errorf("load messages: %w", err)
 	}
-	parts, err := s.store.participants(ctx, idb, ids)
+	parts, err := st.participants(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load participants: %w", err)
 	}
-	unread, err := s.store.unread(ctx, idb, ids, userID)
+	unread, err := st.unread(ctx, ids, userID)
 	if err != nil {
 		return nil, fmt.Errorf("count unread: %w", err)
 	}

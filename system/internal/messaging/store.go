@@ -6,6 +6,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/events"
+	"github.com/agritrade/api/platform/outbox"
 	"github.com/uptrace/bun"
 )
 
@@ -58,9 +61,33 @@ var sortColumns = map[string]string{
 	"title":        "COALESCE(c.title, '')",
 }
 
-// store holds the SQL of the feature; every method takes the bun.IDB to run
-// on, so the service decides what shares a transaction.
-type store struct{}
+// store holds the SQL of conversations over a database handle: the pool, or within
+// InTx one transaction, so that the service speaks only of what it does.
+type store struct {
+	db  *bun.DB // the pool InTx begins on
+	idb bun.IDB // what the queries run on
+}
+
+func newStore(bdb *bun.DB) store { return store{db: bdb, idb: bdb} }
+
+// InTx runs fn with the store bound to one transaction (platform/db.InTx: the
+// SQLite write gate, the hooks after the commit); an error from fn rolls it back.
+func (s store) InTx(ctx context.Context, fn func(ctx context.Context, tx store) error) error {
+	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		s.idb = tx
+		return fn(ctx, s)
+	})
+}
+
+// Enqueue adds a notification to the outbox in the store's transaction.
+func (s store) Enqueue(ctx context.Context, ev outbox.Event) error {
+	return outbox.Enqueue(ctx, s.idb, ev)
+}
+
+// AppendEvent adds an event to the live stream in the store's transaction.
+func (s store) AppendEvent(ctx context.Context, ev events.Event) error {
+	return events.Append(ctx, s.idb, ev)
+}
 
 // selectForUser starts a query over the conversations userID participates in,
 // with the caller's read mark.
@@ -70,9 +97,9 @@ func (store) selectForUser(idb bun.IDB, rows any, userID string) *bun.SelectQuer
 }
 
 // get answers the conversation id if userID participates in it.
-func (s store) get(ctx context.Context, idb bun.IDB, id, userID string) (*conversationRow, error) {
+func (s store) get(ctx context.Context, id, userID string) (*conversationRow, error) {
 	row := new(conversationRow)
-	err := s.selectForUser(idb, row, userID).Where("c.id = ?", id).Scan(ctx)
+	err := s.selectForUser(s.idb, row, userID).Where("c.id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound
 	}
@@ -80,9 +107,9 @@ func (s store) get(ctx context.Context, idb bun.IDB, id, userID string) (*conver
 }
 
 // forListing answers userID's most recently active conversation about a listing.
-func (s store) forListing(ctx context.Context, idb bun.IDB, listingID, userID string) (*conversationRow, error) {
+func (s store) forListing(ctx context.Context, listingID, userID string) (*conversationRow, error) {
 	row := new(conversationRow)
-	err := s.selectForUser(idb, row, userID).Where("c.listing_id = ?", listingID).
+	err := s.selectForUser(s.idb, row, userID).Where("c.listing_id = ?", listingID).
 		OrderExpr("c.updated_at DESC, c.id DESC").Limit(1).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound
@@ -92,9 +119,9 @@ func (s store) forListing(ctx context.Context, idb bun.IDB, listingID, userID st
 
 // forListingPair answers the conversation about a listing in which both users
 // participate (the one a new message about that listing continues).
-func (s store) forListingPair(ctx context.Context, idb bun.IDB, listingID, listingType, userID, other string) (*conversationRow, error) {
+func (s store) forListingPair(ctx context.Context, listingID, listingType, userID, other string) (*conversationRow, error) {
 	row := new(conversationRow)
-	err := s.selectForUser(idb, row, userID).
+	err := s.selectForUser(s.idb, row, userID).
 		Join("JOIN system_conversation_participants AS o ON o.conversation_id = c.id AND o.user_id = ?", other).
 		Where("c.listing_id = ? AND c.listing_type = ?", listingID, listingType).
 		OrderExpr("c.updated_at DESC, c.id DESC").Limit(1).Scan(ctx)
@@ -106,8 +133,8 @@ func (s store) forListingPair(ctx context.Context, idb bun.IDB, listingID, listi
 
 // count answers how many conversations userID participates in, those changed
 // after since when it is set (a range of the participants' since index).
-func (store) count(ctx context.Context, idb bun.IDB, userID string, since *time.Time) (int, error) {
-	q := idb.NewSelect().Model((*participantRow)(nil)).Where("p.user_id = ?", userID)
+func (s store) count(ctx context.Context, userID string, since *time.Time) (int, error) {
+	q := s.idb.NewSelect().Model((*participantRow)(nil)).Where("p.user_id = ?", userID)
 	if since != nil {
 		q = q.Where("p.updated_at > ?", since.UTC())
 	}
@@ -118,7 +145,7 @@ func (store) count(ctx context.Context, idb bun.IDB, userID string, since *time.
 // page answers one page of userID's conversations in the given order, those
 // changed after since when it is set. The participant's copy of updated_at
 // sorts by the change time, so a catch-up page reads its index in order.
-func (s store) page(ctx context.Context, idb bun.IDB, userID string, since *time.Time, sortBy string, desc bool, limit, offset int) ([]conversationRow, error) {
+func (s store) page(ctx context.Context, userID string, since *time.Time, sortBy string, desc bool, limit, offset int) ([]conversationRow, error) {
 	dir := " ASC"
 	if desc {
 		dir = " DESC"
@@ -128,7 +155,7 @@ func (s store) page(ctx context.Context, idb bun.IDB, userID string, since *time
 		col = "p.updated_at"
 	}
 	var rows []conversationRow
-	q := s.selectForUser(idb, &rows, userID)
+	q := s.selectForUser(s.idb, &rows, userID)
 	if since != nil {
 		q = q.Where("p.updated_at > ?", since.UTC())
 	}
@@ -139,13 +166,13 @@ func (s store) page(ctx context.Context, idb bun.IDB, userID string, since *time
 
 // messages answers the messages of the conversations, oldest first, in one
 // query; last > 0 keeps only each conversation's last messages.
-func (store) messages(ctx context.Context, idb bun.IDB, ids []string, last int) (map[string][]messageRow, error) {
+func (s store) messages(ctx context.Context, ids []string, last int) (map[string][]messageRow, error) {
 	out := map[string][]messageRow{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	var rows []messageRow
-	q := idb.NewSelect().Model(&rows).Where("m.conversation_id IN (?)", bun.List(ids))
+	q := s.idb.NewSelect().Model(&rows).Where("m.conversation_id IN (?)", bun.List(ids))
 	if last > 0 {
 		// seq numbers are dense per conversation: the last N are those above count-N.
 		q = q.Join("JOIN system_conversations AS c ON c.id = m.conversation_id").Where("m.seq > c.message_count - ?", last)
@@ -160,13 +187,13 @@ func (store) messages(ctx context.Context, idb bun.IDB, ids []string, last int) 
 }
 
 // participants answers the participants of the conversations in one query.
-func (store) participants(ctx context.Context, idb bun.IDB, ids []string) (map[string][]participantRow, error) {
+func (s store) participants(ctx context.Context, ids []string) (map[string][]participantRow, error) {
 	out := map[string][]participantRow{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	var rows []participantRow
-	if err := idb.NewSelect().Model(&rows).Where("p.conversation_id IN (?)", bun.List(ids)).
+	if err := s.idb.NewSelect().Model(&rows).Where("p.conversation_id IN (?)", bun.List(ids)).
 		OrderExpr("p.conversation_id, p.joined_at, p.user_id").Scan(ctx); err != nil {
 		return nil, err
 	}
@@ -177,7 +204,7 @@ func (store) participants(ctx context.Context, idb bun.IDB, ids []string) (map[s
 }
 
 // unread answers, per conversation, the messages of others userID has not read.
-func (store) unread(ctx context.Context, idb bun.IDB, ids []string, userID string) (map[string]int, error) {
+func (s store) unread(ctx context.Context, ids []string, userID string) (map[string]int, error) {
 	out := map[string]int{}
 	if len(ids) == 0 {
 		return out, nil
@@ -186,7 +213,7 @@ func (store) unread(ctx context.Context, idb bun.IDB, ids []string, userID strin
 		ConversationID string `bun:"conversation_id"`
 		N              int    `bun:"n"`
 	}
-	err := idb.NewSelect().TableExpr("system_conversation_messages AS m").
+	err := s.idb.NewSelect().TableExpr("system_conversation_messages AS m").
 		ColumnExpr("m.conversation_id, COUNT(*) AS n").
 		Join("JOIN system_conversation_participants AS p ON p.conversation_id = m.conversation_id AND p.user_id = ?", userID).
 		Where("m.conversation_id IN (?) AND m.seq > p.last_read_seq AND m.sent_by_id <> ?", bun.List(ids), userID).
@@ -200,21 +227,21 @@ func (store) unread(ctx context.Context, idb bun.IDB, ids []string, userID strin
 	return out, nil
 }
 
-func (store) insertConversation(ctx context.Context, idb bun.IDB, row *conversationRow) error {
-	_, err := idb.NewInsert().Model(row).Exec(ctx)
+func (s store) insertConversation(ctx context.Context, row *conversationRow) error {
+	_, err := s.idb.NewInsert().Model(row).Exec(ctx)
 	return err
 }
 
 // join adds a participant unless already there.
-func (store) join(ctx context.Context, idb bun.IDB, row *participantRow) error {
-	_, err := idb.NewInsert().Model(row).On("CONFLICT (conversation_id, user_id) DO NOTHING").Exec(ctx)
+func (s store) join(ctx context.Context, row *participantRow) error {
+	_, err := s.idb.NewInsert().Model(row).On("CONFLICT (conversation_id, user_id) DO NOTHING").Exec(ctx)
 	return err
 }
 
 // knownName answers the last name a user's own token gave, "" when never seen.
-func (store) knownName(ctx context.Context, idb bun.IDB, userID string) (string, error) {
+func (s store) knownName(ctx context.Context, userID string) (string, error) {
 	var names []string
-	err := idb.NewSelect().Model((*participantRow)(nil)).Column("user_name").
+	err := s.idb.NewSelect().Model((*participantRow)(nil)).Column("user_name").
 		Where("p.user_id = ? AND p.user_name <> ''", userID).OrderExpr("p.joined_at DESC").Limit(1).Scan(ctx, &names)
 	if err != nil || len(names) == 0 {
 		return "", err
@@ -224,9 +251,9 @@ func (store) knownName(ctx context.Context, idb bun.IDB, userID string) (string,
 
 // appendMessage numbers and stores a message. The counter update locks the
 // conversation row, so concurrent senders get consecutive numbers.
-func (store) appendMessage(ctx context.Context, idb bun.IDB, m *messageRow) error {
+func (s store) appendMessage(ctx context.Context, m *messageRow) error {
 	var seq []int
-	err := idb.NewUpdate().Model((*conversationRow)(nil)).
+	err := s.idb.NewUpdate().Model((*conversationRow)(nil)).
 		Set("message_count = message_count + 1").Set("updated_at = ?", m.CreatedAt).
 		Where("id = ?", m.ConversationID).Returning("message_count").Scan(ctx, &seq)
 	if err != nil {
@@ -237,18 +264,18 @@ func (store) appendMessage(ctx context.Context, idb bun.IDB, m *messageRow) erro
 	}
 	m.Seq = seq[0]
 	// Every participant's catch-up copy moves with the conversation.
-	if _, err = idb.NewUpdate().Model((*participantRow)(nil)).Set("updated_at = ?", m.CreatedAt).
+	if _, err = s.idb.NewUpdate().Model((*participantRow)(nil)).Set("updated_at = ?", m.CreatedAt).
 		Where("conversation_id = ?", m.ConversationID).Exec(ctx); err != nil {
 		return err
 	}
-	_, err = idb.NewInsert().Model(m).Exec(ctx)
+	_, err = s.idb.NewInsert().Model(m).Exec(ctx)
 	return err
 }
 
 // markRead moves userID's read mark forward to seq (never back), and refreshes
 // the participant's name when one is given.
-func (store) markRead(ctx context.Context, idb bun.IDB, conversationID, userID string, seq int, name string) error {
-	q := idb.NewUpdate().Model((*participantRow)(nil)).
+func (s store) markRead(ctx context.Context, conversationID, userID string, seq int, name string) error {
+	q := s.idb.NewUpdate().Model((*participantRow)(nil)).
 		Set("last_read_seq = CASE WHEN last_read_seq < ? THEN ? ELSE last_read_seq END", seq, seq).
 		Where("conversation_id = ? AND user_id = ?", conversationID, userID)
 	if name != "" {

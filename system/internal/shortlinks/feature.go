@@ -35,7 +35,7 @@ func New(d Deps) (*Feature, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := NewService(d.DB, sc, d.Config.BaseURL, d.Log)
+	svc, err := NewService(newStore(d.DB), sc, d.Config.BaseURL, d.Log)
 	if err != nil {
 		return nil, err
 	}

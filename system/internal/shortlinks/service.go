@@ -9,10 +9,10 @@ import (
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/db"
+	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
-	"github.com/uptrace/bun"
 )
 
 // CodeLen is the length of a new code: 62^8 ≈ 2·10^14 codes, so codes cannot
@@ -58,7 +58,6 @@ type HostCount struct {
 
 // Service creates links and follows them.
 type Service struct {
-	db        *bun.DB
 	templates Templates
 	allow     AllowList
 	store     store
@@ -68,7 +67,7 @@ type Service struct {
 
 // NewService checks the templates and the allow-list of the shortlinks
 // section; baseURL is the API's ({base_url} of a template, always allowed).
-func NewService(bdb *bun.DB, sc Config, baseURL string, log logrus.FieldLogger) (*Service, error) {
+func NewService(st store, sc Config, baseURL string, log logrus.FieldLogger) (*Service, error) {
 	ts, err := NewTemplates(sc.Templates, baseURL)
 	if err != nil {
 		return nil, err
@@ -77,7 +76,7 @@ func NewService(bdb *bun.DB, sc Config, baseURL string, log logrus.FieldLogger) 
 	if err != nil {
 		return nil, err
 	}
-	return &Service{db: bdb, templates: ts, allow: allow, log: log, now: time.Now}, nil
+	return &Service{store: st, templates: ts, allow: allow, log: log, now: time.Now}, nil
 }
 
 // Create answers the short link of the input: the existing one when the same
@@ -88,7 +87,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, in Input) (*Cre
 	if err != nil {
 		return nil, err
 	}
-	existing, err := s.store.byHash(ctx, s.db, l.Hash)
+	existing, err := s.store.byHash(ctx, l.Hash)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
@@ -104,7 +103,10 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, in Input) (*Cre
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		row.Code = newCode()
-		err = s.store.insert(ctx, s.db, row)
+		if code, ok := ids.Fixed(ctx); ok && attempt == 0 {
+			row.Code = code // the demo's link, cited by the documents' examples
+		}
+		err = s.store.insert(ctx, row)
 		if err == nil {
 			logging.Ctx(ctx, s.log).WithField("code", row.Code).WithField("template", row.Template).Debug("short link created")
 			return s.created(row), nil
@@ -114,7 +116,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, in Input) (*Cre
 		}
 		// Either the same input was created concurrently (answer it), or the
 		// random code was taken (draw another).
-		if existing, err := s.store.byHash(ctx, s.db, l.Hash); err != nil {
+		if existing, err := s.store.byHash(ctx, l.Hash); err != nil {
 			return nil, apierr.Internal(err)
 		} else if existing != nil {
 			return s.created(existing), nil
@@ -141,7 +143,7 @@ func (s *Service) Follow(ctx context.Context, code string, v Visit) (string, err
 	if !ValidCode(code) {
 		return "", apierr.NotFound("short link")
 	}
-	row, err := s.store.byCode(ctx, s.db, code)
+	row, err := s.store.byCode(ctx, code)
 	if err != nil {
 		return "", apierr.Internal(err)
 	}
@@ -152,7 +154,7 @@ func (s *Service) Follow(ctx context.Context, code string, v Visit) (string, err
 		ID: uuid.Must(uuid.NewV7()).String(), LinkID: row.ID, VisitedAt: s.now().UTC(),
 		ReferrerHost: ReferrerHost(v.Referer), AgentClass: ClassifyAgent(v.UserAgent),
 	}
-	if err := db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error { return s.store.countVisit(ctx, tx, visit) }); err != nil {
+	if err := s.store.InTx(ctx, func(ctx context.Context, tx store) error { return tx.countVisit(ctx, visit) }); err != nil {
 		logging.Ctx(ctx, s.log).WithError(err).WithField("code", code).Warn("short link visit not counted")
 	}
 	logging.Ctx(ctx, s.log).WithField("code", code).WithField("agent", visit.AgentClass).Debug("short link followed")
@@ -165,18 +167,18 @@ func (s *Service) Stats(ctx context.Context, p *auth.Principal, code string) (*S
 	if !ValidCode(code) {
 		return nil, apierr.NotFound("short link")
 	}
-	row, err := s.store.byCode(ctx, s.db, code)
+	row, err := s.store.byCode(ctx, code)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
 	if row == nil || !(p.IsAdmin() || (row.CreatedBy != "" && row.CreatedBy == p.UserID)) {
 		return nil, apierr.NotFound("short link")
 	}
-	agents, err := s.store.breakdown(ctx, s.db, row.ID, "agent_class", 20)
+	agents, err := s.store.breakdown(ctx, row.ID, "agent_class", 20)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}
-	hosts, err := s.store.breakdown(ctx, s.db, row.ID, "referrer_host", 20)
+	hosts, err := s.store.breakdown(ctx, row.ID, "referrer_host", 20)
 	if err != nil {
 		return nil, apierr.Internal(err)
 	}

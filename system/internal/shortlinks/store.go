@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agritrade/api/platform/db"
 	"github.com/uptrace/bun"
 )
 
@@ -38,38 +39,53 @@ type visitRow struct {
 	AgentClass   string    `bun:"agent_class,notnull"`
 }
 
-// store holds the feature's SQL.
-type store struct{}
+// store holds the SQL of short links over a database handle: the pool, or within
+// InTx one transaction, so that the service speaks only of what it does.
+type store struct {
+	db  *bun.DB // the pool InTx begins on
+	idb bun.IDB // what the queries run on
+}
+
+func newStore(bdb *bun.DB) store { return store{db: bdb, idb: bdb} }
+
+// InTx runs fn with the store bound to one transaction (platform/db.InTx: the
+// SQLite write gate, the hooks after the commit); an error from fn rolls it back.
+func (s store) InTx(ctx context.Context, fn func(ctx context.Context, tx store) error) error {
+	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		s.idb = tx
+		return fn(ctx, s)
+	})
+}
 
 // byColumn answers the link whose column equals value, nil when none.
-func (store) byColumn(ctx context.Context, idb bun.IDB, column, value string) (*linkRow, error) {
+func (s store) byColumn(ctx context.Context, column, value string) (*linkRow, error) {
 	row := new(linkRow)
-	err := idb.NewSelect().Model(row).Where("? = ?", bun.Ident("l."+column), value).Scan(ctx)
+	err := s.idb.NewSelect().Model(row).Where("? = ?", bun.Ident("l."+column), value).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	return row, err
 }
 
-func (s store) byHash(ctx context.Context, idb bun.IDB, hash string) (*linkRow, error) {
-	return s.byColumn(ctx, idb, "input_hash", hash)
+func (s store) byHash(ctx context.Context, hash string) (*linkRow, error) {
+	return s.byColumn(ctx, "input_hash", hash)
 }
 
-func (s store) byCode(ctx context.Context, idb bun.IDB, code string) (*linkRow, error) {
-	return s.byColumn(ctx, idb, "code", code)
+func (s store) byCode(ctx context.Context, code string) (*linkRow, error) {
+	return s.byColumn(ctx, "code", code)
 }
 
-func (store) insert(ctx context.Context, idb bun.IDB, row *linkRow) error {
-	_, err := idb.NewInsert().Model(row).Exec(ctx)
+func (s store) insert(ctx context.Context, row *linkRow) error {
+	_, err := s.idb.NewInsert().Model(row).Exec(ctx)
 	return err
 }
 
 // countVisit stores a visit and bumps the link's counter.
-func (store) countVisit(ctx context.Context, idb bun.IDB, v *visitRow) error {
-	if _, err := idb.NewInsert().Model(v).Exec(ctx); err != nil {
+func (s store) countVisit(ctx context.Context, v *visitRow) error {
+	if _, err := s.idb.NewInsert().Model(v).Exec(ctx); err != nil {
 		return err
 	}
-	_, err := idb.NewUpdate().Model((*linkRow)(nil)).
+	_, err := s.idb.NewUpdate().Model((*linkRow)(nil)).
 		Set("visit_count = visit_count + 1").Set("last_visit_at = ?", v.VisitedAt).
 		Where("id = ?", v.LinkID).Exec(ctx)
 	return err
@@ -82,9 +98,9 @@ type Count struct {
 }
 
 // breakdown counts a link's visits grouped by a column, largest first.
-func (store) breakdown(ctx context.Context, idb bun.IDB, linkID, column string, limit int) ([]Count, error) {
+func (s store) breakdown(ctx context.Context, linkID, column string, limit int) ([]Count, error) {
 	var out []Count
-	err := idb.NewSelect().Model((*visitRow)(nil)).
+	err := s.idb.NewSelect().Model((*visitRow)(nil)).
 		ColumnExpr("? AS k", bun.Ident("v."+column)).ColumnExpr("COUNT(*) AS n").
 		Where("v.link_id = ?", linkID).GroupExpr("?", bun.Ident("v."+column)).
 		OrderExpr("n DESC, k ASC").Limit(int64(limit)).Scan(ctx, &out)
