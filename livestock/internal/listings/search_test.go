@@ -373,6 +373,10 @@ var searchQueries = []string{
 	"latitude=54&longitude=-179.8&distanceKm=100",
 	"latitude=-10&longitude=179.9&distanceKm=3000",
 	"latitude=89.9&longitude=10&distanceKm=4500&f:commodityType=sheep",
+	// Pages past the last match still count the matches (the count rides on
+	// the page's rows, so an empty page counts apart).
+	"f:commodityType=sheep&latitude=53.5&longitude=-2.2&distanceKm=250&limit=3&offset=200",
+	"f:commodityType=sheep&latitude=53.5&longitude=-2.2&distanceKm=250&limit=3&offset=4",
 }
 
 func TestSearchAgainstBruteForce(t *testing.T) {
