@@ -104,7 +104,7 @@ type demo struct {
 	// again suffixes what must be unique per organisation (load references)
 	// in a second sample (--force), e.g. "-2a9f".
 	again string
-	base     string
+	base  string
 }
 
 // as fixes the id of the record the next request creates.
