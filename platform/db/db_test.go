@@ -240,7 +240,7 @@ func TestConn_InTx(t *testing.T) {
 			t.Fatalf("err %v, want fn's", err)
 		}
 		var ids []int
-		if err := c.NewRaw("SELECT id FROM " + table + " ORDER BY id").Scan(ctx, &ids); err != nil {
+		if err := c.NewRaw("SELECT id FROM "+table+" ORDER BY id").Scan(ctx, &ids); err != nil {
 			t.Fatal(err)
 		}
 		if len(ids) != 1 || ids[0] != 1 {
