@@ -74,6 +74,9 @@ delivery, a conversation about a listing and an expert question. It prints a tok
 			}
 			defer func() { stop(); wg.Wait() }()
 			d := &demo{h: srv.Engine, secret: p.Auth.Secret(), out: cmd.OutOrStdout(), base: p.Config.BaseURL, fixedIDs: !force}
+			if force {
+				d.again = fmt.Sprintf("-%04x", time.Now().UnixNano()&0xffff)
+			}
 			if err := d.run(ctx, force); err != nil {
 				return err
 			}
@@ -98,7 +101,10 @@ type demo struct {
 	// fixedIDs: the sample gets its known ids (demo_ids.go); a second sample
 	// (--force) gets fresh ones, the known ids being taken.
 	fixedIDs bool
-	base     string
+	// again suffixes what must be unique per organisation (load references)
+	// in a second sample (--force), e.g. "-2a9f".
+	again string
+	base  string
 }
 
 // as fixes the id of the record the next request creates.

@@ -43,7 +43,7 @@ func (d *demo) loads() (string, error) {
 		}
 		body := map[string]any{
 			"organiserId": demoFarmer.OrgID, "organiserName": demoFarmer.OrgName, "commodityId": l.commodity,
-			"reference": l.ref, "deliveryDateISO": date, "weight": l.tonnes, "weightNet": nil,
+			"reference": l.ref + d.again, "deliveryDateISO": date, "weight": l.tonnes, "weightNet": nil,
 			"files": nil, "tags": []string{"demo", "harvest-2026"}, "pickupPostcode": l.pickup, "dropoffPostcode": l.dropoff,
 		}
 		if err := d.as(fmt.Sprintf("%s%d", demoLoadPrefix, 101+i)).call(http.MethodPost, "/logistics/v1/loads", demoFarmer, body, &load); err != nil {
@@ -150,6 +150,9 @@ var demoListings = []demoListing{
 func (d *demo) listings() (string, error) {
 	kinds := map[string]bool{}
 	var sold, drafts int
+	// The ids this run gave its listings (the known ones, or fresh ones in a
+	// second sample), for the report and the short link below.
+	ids := make([]string, len(demoListings))
 	for i, l := range demoListings {
 		who := demoFarmer
 		if l.who == "buyer" {
@@ -170,6 +173,7 @@ func (d *demo) listings() (string, error) {
 		if err := d.as(fmt.Sprintf("%s%03d", demoListingPrefix, i+1)).call(http.MethodPost, "/livestock/v1/listings/"+l.kind, who, body, &created); err != nil {
 			return "", err
 		}
+		ids[i] = created.ID
 		kinds[l.kind] = true
 		switch l.then {
 		case "sold":
@@ -194,7 +198,7 @@ func (d *demo) listings() (string, error) {
 	}
 	// The buyer reports the haylage (an admin reviews it), the farmer saves a
 	// search (the delete example's), and a short link points at the ewes.
-	if err := d.call(http.MethodPost, "/livestock/v1/listings/"+demoListingPrefix+"008/report", demoBuyer, map[string]any{
+	if err := d.call(http.MethodPost, "/livestock/v1/listings/"+ids[7]+"/report", demoBuyer, map[string]any{
 		"reason": "misleading", "message": "The photos are of a different batch of bales.",
 	}, nil); err != nil {
 		return "", err
@@ -205,7 +209,7 @@ func (d *demo) listings() (string, error) {
 		return "", err
 	}
 	if err := d.as(demoShortCode).call(http.MethodPost, "/system/v1/short-urls", demoFarmer, map[string]any{
-		"template": "default", "url": d.base + "/livestock/v1/listings/" + demoListingPrefix + "001", "source": "demo", "campaign": "texel-ewes",
+		"template": "default", "url": d.base + "/livestock/v1/listings/" + ids[0], "source": "demo", "campaign": "texel-ewes",
 	}, nil); err != nil {
 		return "", err
 	}

@@ -324,4 +324,13 @@ func TestDemoFillsAnEmptyInstallation(t *testing.T) {
 	} else if status, _, body := p.call(t, http.MethodGet, "/system/v1/admin/settings", string(m[1]), ""); status != 200 {
 		t.Fatalf("the /docs token on an admin route: %d %s", status, body)
 	}
+	// A second sample (--force) gets fresh ids and load references beside the first.
+	again := exec.Command(binary, "demo", "--force")
+	again.Env = append(os.Environ(), env...)
+	if out, err := again.CombinedOutput(); err != nil {
+		t.Fatalf("demo --force: %v\n%s", err, out)
+	}
+	if n := count("/livestock/v1/listings?f:status=sold", farmer); n != 2 {
+		t.Fatalf("%d sold listings after a second sample, want 2", n)
+	}
 }

@@ -171,6 +171,27 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 	return nil
 }
 
+// Conn is what a store runs its queries on: the pool, or within InTx one
+// transaction. A store embeds it, so that the store owns its transactions and
+// the services that use it speak only of what they do.
+type Conn struct {
+	// IDB runs the queries: the pool, or the transaction.
+	bun.IDB
+	pool *bun.DB
+}
+
+// NewConn is the Conn of the pool.
+func NewConn(pool *bun.DB) Conn { return Conn{IDB: pool, pool: pool} }
+
+// InTx runs fn with a Conn bound to one transaction of the pool (InTx: the
+// SQLite write gate, the hooks after the commit); an error from fn rolls it
+// back.
+func (c Conn) InTx(ctx context.Context, fn func(ctx context.Context, tx Conn) error) error {
+	return InTx(ctx, c.pool, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, Conn{IDB: tx, pool: c.pool})
+	})
+}
+
 type commitHooksKey struct{}
 
 // commitHooks are the functions waiting for one InTx transaction to commit.

@@ -207,3 +207,47 @@ func TestSQLite_ConnectionsStayOpenWhenIdle(t *testing.T) {
 		t.Fatalf("after a burst: %d connections closed for idleness, %d idle; want none closed", st.MaxIdleClosed, st.Idle)
 	}
 }
+
+// TestConn_InTx: a store's Conn bound by InTx writes in the transaction: kept
+// when fn returns nil, gone when it fails, and the pool's Conn is untouched.
+func TestConn_InTx(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		ctx := context.Background()
+		table := "conn_" + strings.ReplaceAll(testkit.UniqueName("t"), "-", "_")
+		if _, err := bdb.ExecContext(ctx, "CREATE TABLE "+table+" (id INTEGER PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		c := db.NewConn(bdb)
+		insert := func(id int) func(context.Context, db.Conn) error {
+			return func(ctx context.Context, tx db.Conn) error {
+				if _, isTx := tx.IDB.(bun.Tx); !isTx {
+					t.Fatalf("the bound Conn runs on %T, want the transaction", tx.IDB)
+				}
+				_, err := tx.NewRaw("INSERT INTO "+table+" (id) VALUES (?)", id).Exec(ctx)
+				return err
+			}
+		}
+		if err := c.InTx(ctx, insert(1)); err != nil {
+			t.Fatal(err)
+		}
+		fail := errors.New("roll back")
+		if err := c.InTx(ctx, func(ctx context.Context, tx db.Conn) error {
+			if err := insert(2)(ctx, tx); err != nil {
+				return err
+			}
+			return fail
+		}); !errors.Is(err, fail) {
+			t.Fatalf("err %v, want fn's", err)
+		}
+		var ids []int
+		if err := c.NewRaw("SELECT id FROM "+table+" ORDER BY id").Scan(ctx, &ids); err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != 1 || ids[0] != 1 {
+			t.Fatalf("rows %v, want only the committed 1", ids)
+		}
+		if _, isDB := c.IDB.(*bun.DB); !isDB {
+			t.Fatalf("the pool's Conn runs on %T after InTx", c.IDB)
+		}
+	})
+}

@@ -216,8 +216,11 @@ func (l *Local) Append(ctx context.Context, key string, offset int64, r io.Reade
 	if err != nil {
 		return 0, err
 	}
+	// Cut back only once the file is known to reach the offset: a short
+	// one must not be padded with zeros.
+	cut := false
 	defer func() {
-		if err != nil {
+		if err != nil && cut {
 			_ = f.Truncate(offset)
 		}
 		if cerr := f.Close(); err == nil {
@@ -231,6 +234,7 @@ func (l *Local) Append(ctx context.Context, key string, offset int64, r io.Reade
 	if st.Size() < offset {
 		return 0, ErrShort
 	}
+	cut = true
 	if err = f.Truncate(offset); err != nil {
 		return 0, err
 	}

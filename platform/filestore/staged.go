@@ -253,6 +253,7 @@ func (s *Service) Adopt(ctx context.Context, p *auth.Principal, in PutInput, st 
 	}
 	s.sign(rec)
 	logging.Ctx(ctx, s.opts.Log).WithFields(logrus.Fields{"file": rec.ID, "bucket": rec.Bucket, "type": rec.Type, "contentType": rec.ContentType, "bytes": rec.Size, "key": rec.Path}).Debug("staged file stored")
+	s.startEagerThumbs(rec)
 	return rec, nil
 }
 

@@ -2238,21 +2238,65 @@ export interface components {
             /** @description Location; null when not given. When given, `coordinates` (`lat` -90..90, `lon` -180..180) are required; `address` is optional, with `countryISO` an ISO 3166-1 alpha-2 code and `regionISO` an ISO 3166-2 code when given; text fields at most 200 characters. */
             location: components["schemas"]["LocationInput"] | (never | null);
             price: components["schemas"]["Price"];
+            /** @description Feed and bedding carry no properties: absent, null or `{}` (anything else: 400 `not_allowed`). */
+            properties?: Record<string, never> | null;
             /** @description At most 20 tags of at most 50 characters (may be empty; duplicates are dropped). */
             tags: string[];
             type: components["schemas"]["ListingType"];
         };
-        /** @description A new cattle listing. */
-        ListingCreateCattle: components["schemas"]["ListingCreate"] & {
+        /** @description A new cattle listing: the envelope of ListingCreate with the kind's properties. */
+        ListingCreateCattle: {
+            /** @description Ids of categories of this listing's kind, at most 20 (may be empty), without duplicates (code `duplicate`). An unknown id answers 400 with code `not_found`, a category of another kind code `kind`. */
+            categoryIds: number[];
+            /** @description Not blank, at most 5000 characters. */
+            description: string;
+            /** @description Photos, videos, documents: at most 20 references, each an uploaded file readable by the caller (only `id` is read; the listing stores the file's canonical reference). Null: none. */
+            files: components["schemas"]["FileReference"][] | null;
+            /** @description True: created as `draft` (visible to the owner organisation only); false: `active`. */
+            isDraft: boolean;
+            /** @description Location; null when not given. When given, `coordinates` (`lat` -90..90, `lon` -180..180) are required; `address` is optional, with `countryISO` an ISO 3166-1 alpha-2 code and `regionISO` an ISO 3166-2 code when given; text fields at most 200 characters. */
+            location: components["schemas"]["LocationInput"] | (never | null);
+            price: components["schemas"]["Price"];
             properties: components["schemas"]["CattleProperties"];
+            /** @description At most 20 tags of at most 50 characters (may be empty; duplicates are dropped). */
+            tags: string[];
+            type: components["schemas"]["ListingType"];
         };
-        /** @description A new sheep listing. */
-        ListingCreateSheep: components["schemas"]["ListingCreate"] & {
+        /** @description A new sheep listing: the envelope of ListingCreate with the kind's properties. */
+        ListingCreateSheep: {
+            /** @description Ids of categories of this listing's kind, at most 20 (may be empty), without duplicates (code `duplicate`). An unknown id answers 400 with code `not_found`, a category of another kind code `kind`. */
+            categoryIds: number[];
+            /** @description Not blank, at most 5000 characters. */
+            description: string;
+            /** @description Photos, videos, documents: at most 20 references, each an uploaded file readable by the caller (only `id` is read; the listing stores the file's canonical reference). Null: none. */
+            files: components["schemas"]["FileReference"][] | null;
+            /** @description True: created as `draft` (visible to the owner organisation only); false: `active`. */
+            isDraft: boolean;
+            /** @description Location; null when not given. When given, `coordinates` (`lat` -90..90, `lon` -180..180) are required; `address` is optional, with `countryISO` an ISO 3166-1 alpha-2 code and `regionISO` an ISO 3166-2 code when given; text fields at most 200 characters. */
+            location: components["schemas"]["LocationInput"] | (never | null);
+            price: components["schemas"]["Price"];
             properties: components["schemas"]["SheepProperties"];
+            /** @description At most 20 tags of at most 50 characters (may be empty; duplicates are dropped). */
+            tags: string[];
+            type: components["schemas"]["ListingType"];
         };
-        /** @description A new working dog listing. */
-        ListingCreateWorkingDog: components["schemas"]["ListingCreate"] & {
+        /** @description A new working dog listing: the envelope of ListingCreate with the kind's properties. */
+        ListingCreateWorkingDog: {
+            /** @description Ids of categories of this listing's kind, at most 20 (may be empty), without duplicates (code `duplicate`). An unknown id answers 400 with code `not_found`, a category of another kind code `kind`. */
+            categoryIds: number[];
+            /** @description Not blank, at most 5000 characters. */
+            description: string;
+            /** @description Photos, videos, documents: at most 20 references, each an uploaded file readable by the caller (only `id` is read; the listing stores the file's canonical reference). Null: none. */
+            files: components["schemas"]["FileReference"][] | null;
+            /** @description True: created as `draft` (visible to the owner organisation only); false: `active`. */
+            isDraft: boolean;
+            /** @description Location; null when not given. When given, `coordinates` (`lat` -90..90, `lon` -180..180) are required; `address` is optional, with `countryISO` an ISO 3166-1 alpha-2 code and `regionISO` an ISO 3166-2 code when given; text fields at most 200 characters. */
+            location: components["schemas"]["LocationInput"] | (never | null);
+            price: components["schemas"]["Price"];
             properties: components["schemas"]["WorkingDogProperties"];
+            /** @description At most 20 tags of at most 50 characters (may be empty; duplicates are dropped). */
+            tags: string[];
+            type: components["schemas"]["ListingType"];
         };
         /** @description Answer of a search with `docs=false`: facet counts only. */
         ListingFacets: {

@@ -35,9 +35,8 @@ const alertPoll = time.Second
 
 // queueAlerts queues a listing that has just become active (in tx) and wakes
 // this replica's runner once tx commits.
-func (s *Service) queueAlerts(ctx context.Context, tx bun.Tx, l *Listing) error {
-	if _, err := tx.NewInsert().Model(&alertQueueRow{ListingID: l.ID, QueuedAt: s.now()}).
-		On("CONFLICT (listing_id) DO NOTHING").Exec(ctx); err != nil {
+func (s *Service) queueAlerts(ctx context.Context, tx *Store, l *Listing) error {
+	if err := tx.QueueAlert(ctx, l.ID, s.now()); err != nil {
 		return err
 	}
 	db.AfterCommit(ctx, s.wakeAlerts)
@@ -109,7 +108,7 @@ func (s *Service) matchBatch(ctx context.Context, queued []alertQueueRow) error 
 		if !anySearch {
 			break
 		}
-		l, err := s.store.Get(ctx, bdb, id, "", false)
+		l, err := s.store.Get(ctx, id, "", false)
 		if err != nil {
 			return err
 		}

@@ -47,15 +47,15 @@ func SaveSearchesForBench(ctx context.Context, bdb *bun.DB, owners []string, que
 // answers the alerts raised.
 func (s *Service) CreateActive(ctx context.Context, l *Listing, match bool) (int, error) {
 	n := 0
-	err := db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		if err := s.store.Insert(ctx, tx, l); err != nil {
+	err := s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		if err := tx.Insert(ctx, l); err != nil {
 			return err
 		}
 		if !match {
 			return nil
 		}
 		var err error
-		n, err = s.alertNewlyActive(ctx, tx, l)
+		n, err = s.alertNewlyActive(ctx, tx.idb.(bun.Tx), l)
 		return err
 	})
 	return n, err

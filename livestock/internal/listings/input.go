@@ -285,6 +285,11 @@ func (b *body) check(f *apierr.Fields, propsSet bool, props func() Properties) {
 
 func (b *body) checkPatch(f *apierr.Fields, propsSet bool, props func() Properties) {
 	p := &b.p
+	if b.Type.Set {
+		// A member of the create body that no edit takes: refused like any
+		// unknown member (ListingUpdate has no type), not ignored.
+		f.Add("type", httpx.CodeUnknownField, "is not a member an edit takes (a listing's type cannot change)", map[string]any{"allowed": patchKeys})
+	}
 	if !b.Description.Set && !b.Price.Set && !b.Tags.Set && !b.Files.Set && !b.Location.Set && !b.CategoryIDs.Set && !propsSet && !b.IsDraft.Set {
 		f.Add("", "min_properties", "give at least one of "+strings.Join(patchKeys, ", "), map[string]any{"allowed": patchKeys})
 		return

@@ -21,23 +21,23 @@ func TestInsert_409_AFailingInsertUndoesItsTransaction(t *testing.T) {
 		id := create(t, s, farmer, "sheep", validBody("sheep"))
 		ctx := context.Background()
 		store := listings.NewStore(bdb)
-		l, err := store.Get(ctx, bdb, id, "", false)
+		l, err := store.Get(ctx, id, "", false)
 		if err != nil || l == nil {
 			t.Fatalf("get %s: %v %v", id, l, err)
 		}
 		fresh := *l
 		fresh.ID = uuid.Must(uuid.NewV7()).String()
 		before := countRows(t, bdb)
-		err = db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
-			if err := store.Insert(ctx, tx, &fresh); err != nil {
+		err = store.InTx(ctx, func(ctx context.Context, tx *listings.Store) error {
+			if err := tx.Insert(ctx, &fresh); err != nil {
 				return err
 			}
-			return store.Insert(ctx, tx, l)
+			return tx.Insert(ctx, l)
 		})
 		if err == nil || !db.IsUniqueViolation(err) {
 			t.Fatalf("inserting an existing id: %v, want a unique violation", err)
 		}
-		if got, _ := store.Get(ctx, bdb, fresh.ID, "", false); got != nil {
+		if got, _ := store.Get(ctx, fresh.ID, "", false); got != nil {
 			t.Fatal("the listing inserted before the failure in the same transaction was kept")
 		}
 		if after := countRows(t, bdb); after != before {

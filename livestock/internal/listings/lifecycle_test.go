@@ -43,7 +43,14 @@ func TestVisibilityEditAndClose(t *testing.T) {
 			{Name: "patchOther404", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: other, JSON: map[string]any{"description": "mine now"}}, Status: 404, Code: "not_found"},
 			{Name: "patchActiveOther404", Req: testkit.Request{Method: http.MethodPatch, Path: path(selling, ""), Token: other, JSON: map[string]any{"description": "mine now"}}, Status: 404, Code: "not_found"},
 			{Name: "patchEmpty400", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: own, JSON: map[string]any{"type": "buying"}}, Status: 400, Code: "validation_failed",
-				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "") }},
+				Check: func(t *testing.T, r *testkit.Response) { wantPaths(t, r, "", "type") }},
+			{Name: "patchUnknownField400", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: own, JSON: map[string]any{"descr": "new", "isDraft": true}}, Status: 400, Code: "validation_failed",
+				Check: func(t *testing.T, r *testkit.Response) {
+					wantPaths(t, r, "descr")
+					if c := r.Error(t).Validation[0].Code; c != "unknown_field" {
+						t.Errorf("code %s, want unknown_field", c)
+					}
+				}},
 			{Name: "patchInvalid400", Req: testkit.Request{Method: http.MethodPatch, Path: path(draft, ""), Token: own, JSON: map[string]any{
 				"description": "", "price": map[string]any{"type": "fixed"}, "tags": "x", "categoryIds": []int{2}, "files": []any{map[string]any{"id": "nope"}},
 				"location": map[string]any{"coordinates": map[string]any{"lat": 0, "lon": 200}}, "properties": map[string]any{"breedType": "hereford"}, "isDraft": 1}},

@@ -12,7 +12,6 @@ import (
 	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
 	"github.com/sirupsen/logrus"
-	"github.com/uptrace/bun"
 )
 
 // FileResolver checks file references and answers their canonical form
@@ -73,8 +72,8 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	if d.IsDraft {
 		l.Status = StatusDraft
 	}
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		if err := s.store.Insert(ctx, tx, l); err != nil {
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		if err := tx.Insert(ctx, l); err != nil {
 			return err
 		}
 		if l.Status != StatusActive {
@@ -114,7 +113,7 @@ func (s *Service) checkReferences(ctx context.Context, p *auth.Principal, kind c
 // Get answers a listing p may see: active ones for everyone, drafts and closed
 // ones for the owner's organisation; others answer 404.
 func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Listing, error) {
-	l, err := s.store.Get(ctx, s.store.DB(), id, p.UserID, false)
+	l, err := s.store.Get(ctx, id, p.UserID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +127,7 @@ func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Listi
 // isDraft false publishes a draft; true on an active listing, and any edit of a
 // closed listing, answer 409.
 func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw []byte) (*Listing, error) {
-	cur, err := s.store.Get(ctx, s.store.DB(), id, p.UserID, false)
+	cur, err := s.store.Get(ctx, id, p.UserID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +152,8 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 		return nil, err
 	}
 	var out *Listing
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		l, err := s.store.Get(ctx, tx, id, p.UserID, true)
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		l, err := tx.Get(ctx, id, p.UserID, true)
 		if err != nil {
 			return err
 		}
@@ -167,7 +166,7 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, raw 
 		}
 		l.UpdatedAt = s.now()
 		out = l
-		if err := s.store.Update(ctx, tx, l); err != nil {
+		if err := tx.Update(ctx, l); err != nil {
 			return err
 		}
 		if wasDraft && l.Status == StatusActive {
@@ -227,8 +226,8 @@ func (s *Service) Close(ctx context.Context, p *auth.Principal, id string, raw [
 	if err != nil {
 		return err
 	}
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		l, err := s.store.Get(ctx, tx, id, p.UserID, true)
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		l, err := tx.Get(ctx, id, p.UserID, true)
 		if err != nil {
 			return err
 		}
@@ -238,7 +237,7 @@ func (s *Service) Close(ctx context.Context, p *auth.Principal, id string, raw [
 		if err := l.CloseAs(status); err != nil {
 			return err
 		}
-		ok, err := s.store.Close(ctx, tx, id, status, s.now())
+		ok, err := tx.Close(ctx, id, status, s.now())
 		if err != nil {
 			return err
 		}
@@ -263,15 +262,15 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, id string, raw 
 		return err
 	}
 	hidden := false
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		l, err := s.store.Get(ctx, tx, id, p.UserID, true)
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		l, err := tx.Get(ctx, id, p.UserID, true)
 		if err != nil {
 			return err
 		}
 		if l == nil || !l.VisibleTo(p) || p.MemberOf(l.OrganisationID) {
 			return apierr.NotFound("listing")
 		}
-		dup, err := s.store.HasReport(ctx, tx, id, p.UserID)
+		dup, err := tx.HasReport(ctx, id, p.UserID)
 		if err != nil {
 			return err
 		}
@@ -280,19 +279,19 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, id string, raw 
 		}
 		r := &Report{ID: ids.New(ctx), ListingID: id, UserID: p.UserID, UserName: p.Name,
 			OrganisationID: p.OrgID, Reason: reason, Message: message, CreatedAt: s.now()}
-		if err := s.store.InsertReport(ctx, tx, r); err != nil {
+		if err := tx.InsertReport(ctx, r); err != nil {
 			if db.IsUniqueViolation(err) {
 				return apierr.Conflict("you have already reported this listing")
 			}
 			return err
 		}
-		n, err := s.store.OpenReporters(ctx, tx, id)
+		n, err := tx.OpenReporters(ctx, id)
 		if err != nil {
 			return err
 		}
 		if n >= reportsToHide && !l.Hidden {
 			hidden = true
-			return s.store.SetHidden(ctx, tx, id, true)
+			return tx.SetHidden(ctx, id, true)
 		}
 		return nil
 	})
@@ -311,7 +310,7 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, id string, raw 
 // Taking off also works for a listing p no longer sees (closed since) as long
 // as it is on the wishlist; otherwise an invisible listing answers 404.
 func (s *Service) Wishlist(ctx context.Context, p *auth.Principal, id string, on bool) error {
-	l, err := s.store.Get(ctx, s.store.DB(), id, p.UserID, false)
+	l, err := s.store.Get(ctx, id, p.UserID, false)
 	if err != nil {
 		return err
 	}
@@ -370,15 +369,15 @@ func (s *Service) Review(ctx context.Context, admin *auth.Principal, id string, 
 	if err != nil {
 		return err
 	}
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		l, err := s.store.Get(ctx, tx, id, admin.UserID, true)
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		l, err := tx.Get(ctx, id, admin.UserID, true)
 		if err != nil {
 			return err
 		}
 		if l == nil {
 			return apierr.NotFound("listing")
 		}
-		open, err := s.store.OpenReporters(ctx, tx, id)
+		open, err := tx.OpenReporters(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -386,11 +385,11 @@ func (s *Service) Review(ctx context.Context, admin *auth.Principal, id string, 
 			return apierr.Conflict("the listing has no open reports")
 		}
 		now := s.now()
-		if err := s.store.ReviewReports(ctx, tx, id, admin.UserID, decision, now); err != nil {
+		if err := tx.ReviewReports(ctx, id, admin.UserID, decision, now); err != nil {
 			return err
 		}
 		if decision == DecisionClear {
-			return s.store.SetHidden(ctx, tx, id, false)
+			return tx.SetHidden(ctx, id, false)
 		}
 		if l.Status == StatusActive || l.Status == StatusDraft {
 			l.Status = StatusCancelled
@@ -398,7 +397,7 @@ func (s *Service) Review(ctx context.Context, admin *auth.Principal, id string, 
 			l.ClosedAt = &now
 		}
 		l.Hidden = true
-		return s.store.Update(ctx, tx, l)
+		return tx.Update(ctx, l)
 	})
 	if err != nil {
 		return err

@@ -21,14 +21,34 @@ import (
 // livestock_wishlist and livestock_reports.
 type Store struct {
 	db *bun.DB
-	pg bool
+	// idb is what the writes and locking reads run on: the pool, or within
+	// InTx one transaction.
+	idb bun.IDB
+	pg  bool
 }
 
 // NewStore returns a store over db.
-func NewStore(bdb *bun.DB) *Store { return &Store{db: bdb, pg: db.IsPostgres(bdb)} }
+func NewStore(bdb *bun.DB) *Store { return &Store{db: bdb, idb: bdb, pg: db.IsPostgres(bdb)} }
 
-// DB is the database, for the service's transactions.
+// DB is the database, for the saved searches' and alerts' own queries.
 func (s *Store) DB() *bun.DB { return s.db }
+
+// InTx runs fn with a store bound to one transaction (platform/db.InTx: the
+// SQLite write gate, the hooks after the commit); an error from fn rolls it
+// back. Services speak of listings, not of bun.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Store) error) error {
+	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &Store{db: s.db, idb: tx, pg: s.pg})
+	})
+}
+
+// QueueAlert queues a listing that has just become active for the
+// saved-search alerts runner (once: a queued listing stays queued).
+func (s *Store) QueueAlert(ctx context.Context, listingID string, at time.Time) error {
+	_, err := s.idb.NewInsert().Model(&alertQueueRow{ListingID: listingID, QueuedAt: at}).
+		On("CONFLICT (listing_id) DO NOTHING").Exec(ctx)
+	return err
+}
 
 type listingRow struct {
 	bun.BaseModel `bun:"table:livestock_listings,alias:l"`
@@ -185,17 +205,17 @@ func (r *listingRow) listing() (*Listing, error) {
 }
 
 // Insert writes a new listing with its additionalInfo values.
-func (s *Store) Insert(ctx context.Context, tx bun.IDB, l *Listing) error {
+func (s *Store) Insert(ctx context.Context, l *Listing) error {
 	r, infos, err := toRow(l)
 	if err != nil {
 		return err
 	}
-	q := tx.NewInsert().Model(r)
-	if db.IsPostgres(tx) {
+	q := s.idb.NewInsert().Model(r)
+	if db.IsPostgres(s.idb) {
 		if _, err := q.Exec(ctx); err != nil {
 			return err
 		}
-		return insertInfos(ctx, tx, infos)
+		return insertInfos(ctx, s.idb, infos)
 	}
 	// SQLite: OR ROLLBACK. A statement inside a transaction that may fail
 	// half-way (here on the primary key, after other indexes were written)
@@ -207,10 +227,10 @@ func (s *Store) Insert(ctx context.Context, tx bun.IDB, l *Listing) error {
 	if !ok {
 		return fmt.Errorf("listing insert: unexpected statement %.40q", q.String())
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT OR ROLLBACK INTO "+stmt); err != nil {
+	if _, err := s.idb.ExecContext(ctx, "INSERT OR ROLLBACK INTO "+stmt); err != nil {
 		return err
 	}
-	return insertInfos(ctx, tx, infos)
+	return insertInfos(ctx, s.idb, infos)
 }
 
 func insertInfos(ctx context.Context, tx bun.IDB, infos []infoRow) error {
@@ -267,26 +287,26 @@ func (s *Store) RefreshStatistics(ctx context.Context) error {
 }
 
 // Update rewrites a listing and its additionalInfo values.
-func (s *Store) Update(ctx context.Context, tx bun.IDB, l *Listing) error {
+func (s *Store) Update(ctx context.Context, l *Listing) error {
 	r, infos, err := toRow(l)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.NewUpdate().Model(r).WherePK().ExcludeColumn("id", "created_at", "user_id", "organisation_id", "organisation_name", "kind", "type").Exec(ctx); err != nil {
+	if _, err := s.idb.NewUpdate().Model(r).WherePK().ExcludeColumn("id", "created_at", "user_id", "organisation_id", "organisation_name", "kind", "type").Exec(ctx); err != nil {
 		return err
 	}
-	if _, err := tx.NewDelete().Model((*infoRow)(nil)).Where("listing_id = ?", l.ID).Exec(ctx); err != nil {
+	if _, err := s.idb.NewDelete().Model((*infoRow)(nil)).Where("listing_id = ?", l.ID).Exec(ctx); err != nil {
 		return err
 	}
-	return insertInfos(ctx, tx, infos)
+	return insertInfos(ctx, s.idb, infos)
 }
 
 // Get reads a listing, with whether userID has it on their wishlist; nil when
 // there is none. forUpdate locks the row until tx ends (PostgreSQL; SQLite
 // transactions hold the database's write lock from their start).
-func (s *Store) Get(ctx context.Context, tx bun.IDB, id, userID string, forUpdate bool) (*Listing, error) {
+func (s *Store) Get(ctx context.Context, id, userID string, forUpdate bool) (*Listing, error) {
 	var r listingRow
-	q := tx.NewSelect().Model(&r).ColumnExpr("l.*").
+	q := s.idb.NewSelect().Model(&r).ColumnExpr("l.*").
 		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", userID).
 		Where("l.id = ?", id)
 	if forUpdate && s.pg {
@@ -302,8 +322,8 @@ func (s *Store) Get(ctx context.Context, tx bun.IDB, id, userID string, forUpdat
 }
 
 // Close moves an active listing to a closed status; false when it was not active.
-func (s *Store) Close(ctx context.Context, tx bun.IDB, id, status string, at time.Time) (bool, error) {
-	res, err := tx.NewUpdate().Model((*listingRow)(nil)).
+func (s *Store) Close(ctx context.Context, id, status string, at time.Time) (bool, error) {
+	res, err := s.idb.NewUpdate().Model((*listingRow)(nil)).
 		Set("status = ?", status).Set("closed_at = ?", at).Set("updated_at = ?", at).
 		Where("id = ?", id).Where("status = ?", StatusActive).Exec(ctx)
 	if err != nil {
@@ -314,9 +334,9 @@ func (s *Store) Close(ctx context.Context, tx bun.IDB, id, status string, at tim
 }
 
 // SetHidden shows or hides a listing in search.
-func (s *Store) SetHidden(ctx context.Context, tx bun.IDB, id string, hidden bool) error {
+func (s *Store) SetHidden(ctx context.Context, id string, hidden bool) error {
 	// Hiding and showing are changes a catch-up reports (updated_at).
-	_, err := tx.NewUpdate().Model((*listingRow)(nil)).Set("hidden = ?", hidden).
+	_, err := s.idb.NewUpdate().Model((*listingRow)(nil)).Set("hidden = ?", hidden).
 		Set("updated_at = ?", time.Now().UTC().Truncate(time.Microsecond)).Where("id = ?", id).Exec(ctx)
 	return err
 }
@@ -335,13 +355,13 @@ func (s *Store) RemoveWish(ctx context.Context, userID, listingID string) error 
 }
 
 // HasReport tells whether a user already reported a listing.
-func (s *Store) HasReport(ctx context.Context, tx bun.IDB, listingID, userID string) (bool, error) {
-	return tx.NewSelect().Model((*reportRow)(nil)).Where("listing_id = ?", listingID).Where("user_id = ?", userID).Exists(ctx)
+func (s *Store) HasReport(ctx context.Context, listingID, userID string) (bool, error) {
+	return s.idb.NewSelect().Model((*reportRow)(nil)).Where("listing_id = ?", listingID).Where("user_id = ?", userID).Exists(ctx)
 }
 
 // InsertReport records a report.
-func (s *Store) InsertReport(ctx context.Context, tx bun.IDB, r *Report) error {
-	_, err := tx.NewInsert().Model(&reportRow{
+func (s *Store) InsertReport(ctx context.Context, r *Report) error {
+	_, err := s.idb.NewInsert().Model(&reportRow{
 		ID: r.ID, ListingID: r.ListingID, UserID: r.UserID, UserName: r.UserName, OrganisationID: r.OrganisationID,
 		Reason: r.Reason, Message: r.Message, CreatedAt: r.CreatedAt,
 	}).Exec(ctx)
@@ -349,16 +369,16 @@ func (s *Store) InsertReport(ctx context.Context, tx bun.IDB, r *Report) error {
 }
 
 // OpenReporters counts the distinct users with an unreviewed report of a listing.
-func (s *Store) OpenReporters(ctx context.Context, tx bun.IDB, listingID string) (int, error) {
+func (s *Store) OpenReporters(ctx context.Context, listingID string) (int, error) {
 	var n int
-	err := tx.NewSelect().Model((*reportRow)(nil)).ColumnExpr("count(DISTINCT r.user_id)").
+	err := s.idb.NewSelect().Model((*reportRow)(nil)).ColumnExpr("count(DISTINCT r.user_id)").
 		Where("r.listing_id = ?", listingID).Where("r.reviewed_at IS NULL").Scan(ctx, &n)
 	return n, err
 }
 
 // ReviewReports marks every open report of a listing as reviewed.
-func (s *Store) ReviewReports(ctx context.Context, tx bun.IDB, listingID, adminID, decision string, at time.Time) error {
-	_, err := tx.NewUpdate().Model((*reportRow)(nil)).
+func (s *Store) ReviewReports(ctx context.Context, listingID, adminID, decision string, at time.Time) error {
+	_, err := s.idb.NewUpdate().Model((*reportRow)(nil)).
 		Set("reviewed_at = ?", at).Set("reviewed_by = ?", adminID).Set("decision = ?", decision).
 		Where("listing_id = ?", listingID).Where("reviewed_at IS NULL").Exec(ctx)
 	return err

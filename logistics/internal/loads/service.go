@@ -18,7 +18,6 @@ import (
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
-	"github.com/uptrace/bun"
 )
 
 // CommodityLookup finds a commodity item of the reference data by its integer
@@ -126,15 +125,15 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 	for i := range drafts {
 		loads[i] = NewLoad(ids.New(ctx), &drafts[i], commodities[drafts[i].CommodityID], files[i], p.UserID, now)
 	}
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		taken, err := s.store.KeysTaken(ctx, tx, keys)
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		taken, err := tx.KeysTaken(ctx, keys)
 		if err != nil {
 			return err
 		}
 		if len(taken) > 0 {
 			return apierr.Conflict("a load of organiser %s with reference %q already exists", taken[0].OrganiserID, taken[0].Reference)
 		}
-		return s.store.Insert(ctx, tx, loads)
+		return tx.Insert(ctx, loads)
 	})
 	if db.IsUniqueViolation(err) {
 		return nil, apierr.Wrap(err, apierr.CodeConflict, "a load with one of these references already exists for its organiser")
@@ -276,7 +275,7 @@ func (s *Service) Completed(ctx context.Context, p *auth.Principal, from, to *ti
 
 // Get answers one load the caller sees, else 404.
 func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*Load, error) {
-	found, err := s.store.ByIDs(ctx, s.store.DB(), ViewerOf(p), []string{id}, false)
+	found, err := s.store.ByIDs(ctx, ViewerOf(p), []string{id}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +294,7 @@ func (s *Service) ByIDs(ctx context.Context, p *auth.Principal, ids []string) ([
 		f.Add("ids", "max_items", fmt.Sprintf("must list at most %d ids", MaxIDs), map[string]any{"max": MaxIDs, "actual": len(ids)})
 		return nil, f.Err()
 	}
-	found, err := s.store.ByIDs(ctx, s.store.DB(), ViewerOf(p), ids, false)
+	found, err := s.store.ByIDs(ctx, ViewerOf(p), ids, false)
 	if err != nil {
 		return nil, err
 	}
@@ -355,8 +354,8 @@ func checkLoadIDs(f *apierr.Fields, ids []string) {
 // returns, in one transaction. An id the caller does not see answers 404.
 func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, change func(i int, l *Load) (*outbox.Event, error)) ([]*Load, error) {
 	var out []*Load
-	err := db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		found, err := s.store.ByIDs(ctx, tx, ViewerOf(p), ids, true)
+	err := s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		found, err := tx.ByIDs(ctx, ViewerOf(p), ids, true)
 		if err != nil {
 			return err
 		}
@@ -378,16 +377,16 @@ func (s *Service) modify(ctx context.Context, p *auth.Principal, ids []string, c
 				events = append(events, *ev)
 			}
 		}
-		if err := s.store.Update(ctx, tx, out); err != nil {
+		if err := tx.Update(ctx, out); err != nil {
 			return err
 		}
 		for _, ev := range events {
-			if err := outbox.Enqueue(ctx, tx, ev); err != nil {
+			if err := tx.Enqueue(ctx, ev); err != nil {
 				return err
 			}
 		}
 		for _, l := range out {
-			if err := streamevents.Append(ctx, tx, streamEvent(l)); err != nil {
+			if err := tx.AppendEvent(ctx, streamEvent(l)); err != nil {
 				return err
 			}
 		}
@@ -577,7 +576,7 @@ type ImportOutcome struct {
 // transaction (see Import).
 type Importer struct {
 	s    *Service
-	tx   bun.IDB
+	tx   *Store
 	p    *auth.Principal
 	memo map[int]*Commodity
 	now  time.Time
@@ -588,7 +587,7 @@ type Importer struct {
 // large half way (or a client that goes away) changes nothing. Rows are still
 // judged one by one: a row that fails is reported and the others apply.
 func (s *Service) Import(ctx context.Context, p *auth.Principal, fn func(ctx context.Context, imp *Importer) error) error {
-	err := db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
+	err := s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
 		return fn(ctx, &Importer{s: s, tx: tx, p: p, memo: map[int]*Commodity{}, now: s.now()})
 	})
 	if err != nil {
@@ -627,7 +626,7 @@ func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcom
 			keys = append(keys, drafts[i].Key())
 		}
 	}
-	existing, err := s.store.ByKeys(ctx, imp.tx, keys)
+	existing, err := imp.tx.ByKeys(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -658,7 +657,7 @@ func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcom
 		write = append(write, l)
 		writer[d.Key()] = i
 	}
-	written, err := s.store.Upsert(ctx, imp.tx, write)
+	written, err := imp.tx.Upsert(ctx, write)
 	if err != nil {
 		return nil, err
 	}
@@ -676,7 +675,7 @@ func (imp *Importer) Upsert(ctx context.Context, drafts []Draft) ([]ImportOutcom
 	// transaction. Creations are not announced, as with the create routes.
 	for _, l := range write {
 		if i := writer[l.Key()]; out[i].Action == ImportUpdated && out[i].Err == nil {
-			if err := streamevents.Append(ctx, imp.tx, streamEvent(l)); err != nil {
+			if err := imp.tx.AppendEvent(ctx, streamEvent(l)); err != nil {
 				return nil, err
 			}
 		}

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agritrade/api/platform/db"
+	streamevents "github.com/agritrade/api/platform/events"
+	"github.com/agritrade/api/platform/outbox"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 )
@@ -16,13 +19,32 @@ import (
 // Store reads and writes loads; it is the only code that knows their tables.
 type Store struct {
 	db *bun.DB
+	// idb is what the writes and locking reads run on: the pool, or within
+	// InTx one transaction.
+	idb bun.IDB
 }
 
 // NewStore returns a store over db.
-func NewStore(db *bun.DB) *Store { return &Store{db: db} }
+func NewStore(db *bun.DB) *Store { return &Store{db: db, idb: db} }
 
-// DB is the store's database, for the service's transactions.
-func (s *Store) DB() *bun.DB { return s.db }
+// InTx runs fn with a store bound to one transaction (platform/db.InTx: the
+// SQLite write gate, the hooks after the commit); an error from fn rolls it
+// back. Services speak of loads, not of bun.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Store) error) error {
+	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &Store{db: s.db, idb: tx})
+	})
+}
+
+// Enqueue adds a notification to the outbox in the store's transaction.
+func (s *Store) Enqueue(ctx context.Context, ev outbox.Event) error {
+	return outbox.Enqueue(ctx, s.idb, ev)
+}
+
+// AppendEvent adds an event to the live stream in the store's transaction.
+func (s *Store) AppendEvent(ctx context.Context, ev streamevents.Event) error {
+	return streamevents.Append(ctx, s.idb, ev)
+}
 
 // loadRow is the persisted shape of a load. Carrier and driver are NULL until
 // set, so that the partial visibility indexes stay small.
@@ -168,7 +190,7 @@ func toRows(loads []*Load) ([]*loadRow, error) {
 
 // Insert writes new loads in one statement; a used key (creator, organiser,
 // reference) fails it with a unique violation.
-func (s *Store) Insert(ctx context.Context, db bun.IDB, loads []*Load) error {
+func (s *Store) Insert(ctx context.Context, loads []*Load) error {
 	if len(loads) == 0 {
 		return nil
 	}
@@ -176,7 +198,7 @@ func (s *Store) Insert(ctx context.Context, db bun.IDB, loads []*Load) error {
 	if err != nil {
 		return err
 	}
-	_, err = db.NewInsert().Model(&rows).Exec(ctx)
+	_, err = s.idb.NewInsert().Model(&rows).Exec(ctx)
 	return err
 }
 
@@ -184,7 +206,7 @@ func (s *Store) Insert(ctx context.Context, db bun.IDB, loads []*Load) error {
 // new keys are inserted, existing ones get the importable columns, except
 // completed loads, which never change. It answers the ids of the rows written
 // by key.
-func (s *Store) Upsert(ctx context.Context, db bun.IDB, loads []*Load) (map[Key]string, error) {
+func (s *Store) Upsert(ctx context.Context, loads []*Load) (map[Key]string, error) {
 	written := map[Key]string{}
 	if len(loads) == 0 {
 		return written, nil
@@ -193,7 +215,7 @@ func (s *Store) Upsert(ctx context.Context, db bun.IDB, loads []*Load) (map[Key]
 	if err != nil {
 		return nil, err
 	}
-	q := db.NewInsert().Model(&rows).On("CONFLICT (creator_org_id, organiser_id, reference) DO UPDATE")
+	q := s.idb.NewInsert().Model(&rows).On("CONFLICT (creator_org_id, organiser_id, reference) DO UPDATE")
 	for _, c := range mutableColumns {
 		q = q.Set("? = EXCLUDED.?", bun.Ident(c), bun.Ident(c))
 	}
@@ -222,7 +244,7 @@ var handoffColumns = []string{
 
 // Update writes the hand-off and proof-of-delivery columns of changed loads in
 // one statement.
-func (s *Store) Update(ctx context.Context, db bun.IDB, loads []*Load) error {
+func (s *Store) Update(ctx context.Context, loads []*Load) error {
 	if len(loads) == 0 {
 		return nil
 	}
@@ -230,20 +252,20 @@ func (s *Store) Update(ctx context.Context, db bun.IDB, loads []*Load) error {
 	if err != nil {
 		return err
 	}
-	_, err = db.NewUpdate().Model(&rows).Column(handoffColumns...).Bulk().Exec(ctx)
+	_, err = s.idb.NewUpdate().Model(&rows).Column(handoffColumns...).Bulk().Exec(ctx)
 	return err
 }
 
 // ByIDs returns the loads with these ids that the viewer sees, in no order.
 // forUpdate locks them (PostgreSQL) for a read-modify-write in db's transaction.
-func (s *Store) ByIDs(ctx context.Context, db bun.IDB, v Viewer, ids []string, forUpdate bool) ([]*Load, error) {
+func (s *Store) ByIDs(ctx context.Context, v Viewer, ids []string, forUpdate bool) ([]*Load, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	var rows []loadRow
-	q := db.NewSelect().Model(&rows).Column(loadColumns...).Where("id IN (?)", bun.List(ids))
+	q := s.idb.NewSelect().Model(&rows).Column(loadColumns...).Where("id IN (?)", bun.List(ids))
 	q = visible(q, v)
-	if forUpdate && db.Dialect().Name() == dialect.PG {
+	if forUpdate && s.idb.Dialect().Name() == dialect.PG {
 		q = q.For("UPDATE")
 	}
 	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -256,7 +278,7 @@ func (s *Store) ByIDs(ctx context.Context, db bun.IDB, v Viewer, ids []string, f
 // whoever sees them. The keys are joined as a VALUES list so that each is one
 // probe of the unique index, whatever the statistics say about the organiser
 // (an import adds its rows faster than statistics follow).
-func (s *Store) ByKeys(ctx context.Context, db bun.IDB, keys []Key) ([]*Load, error) {
+func (s *Store) ByKeys(ctx context.Context, keys []Key) ([]*Load, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -266,7 +288,7 @@ func (s *Store) ByKeys(ctx context.Context, db bun.IDB, keys []Key) ([]*Load, er
 	}
 	values := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(keys)), ", ")
 	var rows []loadRow
-	err := db.NewSelect().Model(&rows).Column(loadColumns...).
+	err := s.idb.NewSelect().Model(&rows).Column(loadColumns...).
 		Join("JOIN (VALUES "+values+") AS k ON ?TableAlias.creator_org_id = k.column1 AND ?TableAlias.organiser_id = k.column2 AND ?TableAlias.reference = k.column3", args...).
 		Scan(ctx)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -276,8 +298,8 @@ func (s *Store) ByKeys(ctx context.Context, db bun.IDB, keys []Key) ([]*Load, er
 }
 
 // KeysTaken returns which of the keys are already used.
-func (s *Store) KeysTaken(ctx context.Context, db bun.IDB, keys []Key) ([]Key, error) {
-	found, err := s.ByKeys(ctx, db, keys)
+func (s *Store) KeysTaken(ctx context.Context, keys []Key) ([]Key, error) {
+	found, err := s.ByKeys(ctx, keys)
 	if err != nil {
 		return nil, err
 	}

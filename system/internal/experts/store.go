@@ -25,33 +25,26 @@ type requestRow struct {
 	CreatedAt        time.Time `bun:"created_at,notnull"`
 }
 
-// store holds the SQL of expert requests over a database handle: the pool, or within
-// InTx one transaction, so that the service speaks only of what it does.
-type store struct {
-	db  *bun.DB // the pool InTx begins on
-	idb bun.IDB // what the queries run on
-}
+// store holds the SQL of expert requests over a db.Conn: the pool, or within InTx one
+// transaction.
+type store struct{ db.Conn }
 
-func newStore(bdb *bun.DB) store { return store{db: bdb, idb: bdb} }
+func newStore(bdb *bun.DB) store { return store{db.NewConn(bdb)} }
 
-// InTx runs fn with the store bound to one transaction (platform/db.InTx: the
-// SQLite write gate, the hooks after the commit); an error from fn rolls it back.
+// InTx runs fn with the store bound to one transaction (db.Conn.InTx).
 func (s store) InTx(ctx context.Context, fn func(ctx context.Context, tx store) error) error {
-	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		s.idb = tx
-		return fn(ctx, s)
-	})
+	return s.Conn.InTx(ctx, func(ctx context.Context, c db.Conn) error { return fn(ctx, store{c}) })
 }
 
 func (s store) insert(ctx context.Context, row *requestRow) error {
-	_, err := s.idb.NewInsert().Model(row).Exec(ctx)
+	_, err := s.IDB.NewInsert().Model(row).Exec(ctx)
 	return err
 }
 
 // get answers a stored request (tests and operators).
 func (s store) get(ctx context.Context, id string) (*requestRow, error) {
 	row := new(requestRow)
-	if err := s.idb.NewSelect().Model(row).Where("r.id = ?", id).Scan(ctx); err != nil {
+	if err := s.IDB.NewSelect().Model(row).Where("r.id = ?", id).Scan(ctx); err != nil {
 		return nil, err
 	}
 	return row, nil
@@ -59,5 +52,5 @@ func (s store) get(ctx context.Context, id string) (*requestRow, error) {
 
 // Enqueue adds a notification to the outbox in the store's transaction.
 func (s store) Enqueue(ctx context.Context, ev outbox.Event) error {
-	return outbox.Enqueue(ctx, s.idb, ev)
+	return outbox.Enqueue(ctx, s.IDB, ev)
 }

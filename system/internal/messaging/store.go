@@ -61,32 +61,25 @@ var sortColumns = map[string]string{
 	"title":        "COALESCE(c.title, '')",
 }
 
-// store holds the SQL of conversations over a database handle: the pool, or within
-// InTx one transaction, so that the service speaks only of what it does.
-type store struct {
-	db  *bun.DB // the pool InTx begins on
-	idb bun.IDB // what the queries run on
-}
+// store holds the SQL of conversations over a db.Conn: the pool, or within InTx one
+// transaction.
+type store struct{ db.Conn }
 
-func newStore(bdb *bun.DB) store { return store{db: bdb, idb: bdb} }
+func newStore(bdb *bun.DB) store { return store{db.NewConn(bdb)} }
 
-// InTx runs fn with the store bound to one transaction (platform/db.InTx: the
-// SQLite write gate, the hooks after the commit); an error from fn rolls it back.
+// InTx runs fn with the store bound to one transaction (db.Conn.InTx).
 func (s store) InTx(ctx context.Context, fn func(ctx context.Context, tx store) error) error {
-	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		s.idb = tx
-		return fn(ctx, s)
-	})
+	return s.Conn.InTx(ctx, func(ctx context.Context, c db.Conn) error { return fn(ctx, store{c}) })
 }
 
 // Enqueue adds a notification to the outbox in the store's transaction.
 func (s store) Enqueue(ctx context.Context, ev outbox.Event) error {
-	return outbox.Enqueue(ctx, s.idb, ev)
+	return outbox.Enqueue(ctx, s.IDB, ev)
 }
 
 // AppendEvent adds an event to the live stream in the store's transaction.
 func (s store) AppendEvent(ctx context.Context, ev events.Event) error {
-	return events.Append(ctx, s.idb, ev)
+	return events.Append(ctx, s.IDB, ev)
 }
 
 // selectForUser starts a query over the conversations userID participates in,
@@ -99,7 +92,7 @@ func (store) selectForUser(idb bun.IDB, rows any, userID string) *bun.SelectQuer
 // get answers the conversation id if userID participates in it.
 func (s store) get(ctx context.Context, id, userID string) (*conversationRow, error) {
 	row := new(conversationRow)
-	err := s.selectForUser(s.idb, row, userID).Where("c.id = ?", id).Scan(ctx)
+	err := s.selectForUser(s.IDB, row, userID).Where("c.id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound
 	}
@@ -109,7 +102,7 @@ func (s store) get(ctx context.Context, id, userID string) (*conversationRow, er
 // forListing answers userID's most recently active conversation about a listing.
 func (s store) forListing(ctx context.Context, listingID, userID string) (*conversationRow, error) {
 	row := new(conversationRow)
-	err := s.selectForUser(s.idb, row, userID).Where("c.listing_id = ?", listingID).
+	err := s.selectForUser(s.IDB, row, userID).Where("c.listing_id = ?", listingID).
 		OrderExpr("c.updated_at DESC, c.id DESC").Limit(1).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound
@@ -121,7 +114,7 @@ func (s store) forListing(ctx context.Context, listingID, userID string) (*conve
 // participate (the one a new message about that listing continues).
 func (s store) forListingPair(ctx context.Context, listingID, listingType, userID, other string) (*conversationRow, error) {
 	row := new(conversationRow)
-	err := s.selectForUser(s.idb, row, userID).
+	err := s.selectForUser(s.IDB, row, userID).
 		Join("JOIN system_conversation_participants AS o ON o.conversation_id = c.id AND o.user_id = ?", other).
 		Where("c.listing_id = ? AND c.listing_type = ?", listingID, listingType).
 		OrderExpr("c.updated_at DESC, c.id DESC").Limit(1).Scan(ctx)
@@ -134,7 +127,7 @@ func (s store) forListingPair(ctx context.Context, listingID, listingType, userI
 // count answers how many conversations userID participates in, those changed
 // after since when it is set (a range of the participants' since index).
 func (s store) count(ctx context.Context, userID string, since *time.Time) (int, error) {
-	q := s.idb.NewSelect().Model((*participantRow)(nil)).Where("p.user_id = ?", userID)
+	q := s.IDB.NewSelect().Model((*participantRow)(nil)).Where("p.user_id = ?", userID)
 	if since != nil {
 		q = q.Where("p.updated_at > ?", since.UTC())
 	}
@@ -155,7 +148,7 @@ func (s store) page(ctx context.Context, userID string, since *time.Time, sortBy
 		col = "p.updated_at"
 	}
 	var rows []conversationRow
-	q := s.selectForUser(s.idb, &rows, userID)
+	q := s.selectForUser(s.IDB, &rows, userID)
 	if since != nil {
 		q = q.Where("p.updated_at > ?", since.UTC())
 	}
@@ -172,7 +165,7 @@ func (s store) messages(ctx context.Context, ids []string, last int) (map[string
 		return out, nil
 	}
 	var rows []messageRow
-	q := s.idb.NewSelect().Model(&rows).Where("m.conversation_id IN (?)", bun.List(ids))
+	q := s.IDB.NewSelect().Model(&rows).Where("m.conversation_id IN (?)", bun.List(ids))
 	if last > 0 {
 		// seq numbers are dense per conversation: the last N are those above count-N.
 		q = q.Join("JOIN system_conversations AS c ON c.id = m.conversation_id").Where("m.seq > c.message_count - ?", last)
@@ -193,7 +186,7 @@ func (s store) participants(ctx context.Context, ids []string) (map[string][]par
 		return out, nil
 	}
 	var rows []participantRow
-	if err := s.idb.NewSelect().Model(&rows).Where("p.conversation_id IN (?)", bun.List(ids)).
+	if err := s.IDB.NewSelect().Model(&rows).Where("p.conversation_id IN (?)", bun.List(ids)).
 		OrderExpr("p.conversation_id, p.joined_at, p.user_id").Scan(ctx); err != nil {
 		return nil, err
 	}
@@ -213,7 +206,7 @@ func (s store) unread(ctx context.Context, ids []string, userID string) (map[str
 		ConversationID string `bun:"conversation_id"`
 		N              int    `bun:"n"`
 	}
-	err := s.idb.NewSelect().TableExpr("system_conversation_messages AS m").
+	err := s.IDB.NewSelect().TableExpr("system_conversation_messages AS m").
 		ColumnExpr("m.conversation_id, COUNT(*) AS n").
 		Join("JOIN system_conversation_participants AS p ON p.conversation_id = m.conversation_id AND p.user_id = ?", userID).
 		Where("m.conversation_id IN (?) AND m.seq > p.last_read_seq AND m.sent_by_id <> ?", bun.List(ids), userID).
@@ -228,20 +221,20 @@ func (s store) unread(ctx context.Context, ids []string, userID string) (map[str
 }
 
 func (s store) insertConversation(ctx context.Context, row *conversationRow) error {
-	_, err := s.idb.NewInsert().Model(row).Exec(ctx)
+	_, err := s.IDB.NewInsert().Model(row).Exec(ctx)
 	return err
 }
 
 // join adds a participant unless already there.
 func (s store) join(ctx context.Context, row *participantRow) error {
-	_, err := s.idb.NewInsert().Model(row).On("CONFLICT (conversation_id, user_id) DO NOTHING").Exec(ctx)
+	_, err := s.IDB.NewInsert().Model(row).On("CONFLICT (conversation_id, user_id) DO NOTHING").Exec(ctx)
 	return err
 }
 
 // knownName answers the last name a user's own token gave, "" when never seen.
 func (s store) knownName(ctx context.Context, userID string) (string, error) {
 	var names []string
-	err := s.idb.NewSelect().Model((*participantRow)(nil)).Column("user_name").
+	err := s.IDB.NewSelect().Model((*participantRow)(nil)).Column("user_name").
 		Where("p.user_id = ? AND p.user_name <> ''", userID).OrderExpr("p.joined_at DESC").Limit(1).Scan(ctx, &names)
 	if err != nil || len(names) == 0 {
 		return "", err
@@ -253,7 +246,7 @@ func (s store) knownName(ctx context.Context, userID string) (string, error) {
 // conversation row, so concurrent senders get consecutive numbers.
 func (s store) appendMessage(ctx context.Context, m *messageRow) error {
 	var seq []int
-	err := s.idb.NewUpdate().Model((*conversationRow)(nil)).
+	err := s.IDB.NewUpdate().Model((*conversationRow)(nil)).
 		Set("message_count = message_count + 1").Set("updated_at = ?", m.CreatedAt).
 		Where("id = ?", m.ConversationID).Returning("message_count").Scan(ctx, &seq)
 	if err != nil {
@@ -264,18 +257,18 @@ func (s store) appendMessage(ctx context.Context, m *messageRow) error {
 	}
 	m.Seq = seq[0]
 	// Every participant's catch-up copy moves with the conversation.
-	if _, err = s.idb.NewUpdate().Model((*participantRow)(nil)).Set("updated_at = ?", m.CreatedAt).
+	if _, err = s.IDB.NewUpdate().Model((*participantRow)(nil)).Set("updated_at = ?", m.CreatedAt).
 		Where("conversation_id = ?", m.ConversationID).Exec(ctx); err != nil {
 		return err
 	}
-	_, err = s.idb.NewInsert().Model(m).Exec(ctx)
+	_, err = s.IDB.NewInsert().Model(m).Exec(ctx)
 	return err
 }
 
 // markRead moves userID's read mark forward to seq (never back), and refreshes
 // the participant's name when one is given.
 func (s store) markRead(ctx context.Context, conversationID, userID string, seq int, name string) error {
-	q := s.idb.NewUpdate().Model((*participantRow)(nil)).
+	q := s.IDB.NewUpdate().Model((*participantRow)(nil)).
 		Set("last_read_seq = CASE WHEN last_read_seq < ? THEN ? ELSE last_read_seq END", seq, seq).
 		Where("conversation_id = ? AND user_id = ?", conversationID, userID)
 	if name != "" {

@@ -39,28 +39,21 @@ type visitRow struct {
 	AgentClass   string    `bun:"agent_class,notnull"`
 }
 
-// store holds the SQL of short links over a database handle: the pool, or within
-// InTx one transaction, so that the service speaks only of what it does.
-type store struct {
-	db  *bun.DB // the pool InTx begins on
-	idb bun.IDB // what the queries run on
-}
+// store holds the SQL of short links over a db.Conn: the pool, or within InTx one
+// transaction.
+type store struct{ db.Conn }
 
-func newStore(bdb *bun.DB) store { return store{db: bdb, idb: bdb} }
+func newStore(bdb *bun.DB) store { return store{db.NewConn(bdb)} }
 
-// InTx runs fn with the store bound to one transaction (platform/db.InTx: the
-// SQLite write gate, the hooks after the commit); an error from fn rolls it back.
+// InTx runs fn with the store bound to one transaction (db.Conn.InTx).
 func (s store) InTx(ctx context.Context, fn func(ctx context.Context, tx store) error) error {
-	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		s.idb = tx
-		return fn(ctx, s)
-	})
+	return s.Conn.InTx(ctx, func(ctx context.Context, c db.Conn) error { return fn(ctx, store{c}) })
 }
 
 // byColumn answers the link whose column equals value, nil when none.
 func (s store) byColumn(ctx context.Context, column, value string) (*linkRow, error) {
 	row := new(linkRow)
-	err := s.idb.NewSelect().Model(row).Where("? = ?", bun.Ident("l."+column), value).Scan(ctx)
+	err := s.IDB.NewSelect().Model(row).Where("? = ?", bun.Ident("l."+column), value).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -76,16 +69,16 @@ func (s store) byCode(ctx context.Context, code string) (*linkRow, error) {
 }
 
 func (s store) insert(ctx context.Context, row *linkRow) error {
-	_, err := s.idb.NewInsert().Model(row).Exec(ctx)
+	_, err := s.IDB.NewInsert().Model(row).Exec(ctx)
 	return err
 }
 
 // countVisit stores a visit and bumps the link's counter.
 func (s store) countVisit(ctx context.Context, v *visitRow) error {
-	if _, err := s.idb.NewInsert().Model(v).Exec(ctx); err != nil {
+	if _, err := s.IDB.NewInsert().Model(v).Exec(ctx); err != nil {
 		return err
 	}
-	_, err := s.idb.NewUpdate().Model((*linkRow)(nil)).
+	_, err := s.IDB.NewUpdate().Model((*linkRow)(nil)).
 		Set("visit_count = visit_count + 1").Set("last_visit_at = ?", v.VisitedAt).
 		Where("id = ?", v.LinkID).Exec(ctx)
 	return err
@@ -100,7 +93,7 @@ type Count struct {
 // breakdown counts a link's visits grouped by a column, largest first.
 func (s store) breakdown(ctx context.Context, linkID, column string, limit int) ([]Count, error) {
 	var out []Count
-	err := s.idb.NewSelect().Model((*visitRow)(nil)).
+	err := s.IDB.NewSelect().Model((*visitRow)(nil)).
 		ColumnExpr("? AS k", bun.Ident("v."+column)).ColumnExpr("COUNT(*) AS n").
 		Where("v.link_id = ?", linkID).GroupExpr("?", bun.Ident("v."+column)).
 		OrderExpr("n DESC, k ASC").Limit(int64(limit)).Scan(ctx, &out)
