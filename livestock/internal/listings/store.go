@@ -30,9 +30,6 @@ type Store struct {
 // NewStore returns a store over db.
 func NewStore(bdb *bun.DB) *Store { return &Store{db: bdb, idb: bdb, pg: db.IsPostgres(bdb)} }
 
-// DB is the database, for the saved searches' and alerts' own queries.
-func (s *Store) DB() *bun.DB { return s.db }
-
 // InTx runs fn with a store bound to one transaction (platform/db.InTx: the
 // SQLite write gate, the hooks after the commit); an error from fn rolls it
 // back. Services speak of listings, not of bun.
@@ -40,14 +37,6 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Store
 	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &Store{db: s.db, idb: tx, pg: s.pg})
 	})
-}
-
-// QueueAlert queues a listing that has just become active for the
-// saved-search alerts runner (once: a queued listing stays queued).
-func (s *Store) QueueAlert(ctx context.Context, listingID string, at time.Time) error {
-	_, err := s.idb.NewInsert().Model(&alertQueueRow{ListingID: listingID, QueuedAt: at}).
-		On("CONFLICT (listing_id) DO NOTHING").Exec(ctx)
-	return err
 }
 
 type listingRow struct {
