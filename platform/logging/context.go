@@ -52,6 +52,19 @@ func (contextHook) Fire(e *logrus.Entry) error {
 	return nil
 }
 
+// Debugging tells whether l writes debug entries: hot paths ask before they
+// build a debug line's fields (logrus allocates them even for an entry below
+// the level).
+func Debugging(l logrus.FieldLogger) bool {
+	switch x := l.(type) {
+	case *logrus.Entry:
+		return x.Logger.IsLevelEnabled(logrus.DebugLevel)
+	case *logrus.Logger:
+		return x.IsLevelEnabled(logrus.DebugLevel)
+	}
+	return true
+}
+
 // Ctx answers l bound to ctx, so that the entry gets the trace, span and
 // request ids of the request that logs it (the context hook); l itself when
 // it cannot carry a context.

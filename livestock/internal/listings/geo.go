@@ -59,16 +59,28 @@ func boundingBox(lat, lon, km float64) box {
 }
 
 // The search indexes key the location on its longitude band,
-// floor(lon * lonBandsPerDegree), ahead of the latitude (migration 0007): a
-// circle's box is then read as a few short latitude ranges, one per band it
-// spans, instead of its whole latitude band around the world. A power of two
-// keeps lon * lonBandsPerDegree exact in floating point, so the database's
-// floor and math.Floor agree on every band.
+// lonBand(lon), ahead of the latitude (migrations 0007 and 0008): a circle's
+// box is then read as a few short latitude ranges, one per band it spans,
+// instead of its whole latitude band around the world. A power of two keeps
+// lon * lonBandsPerDegree exact in floating point, so the databases and Go
+// agree on every band.
 const lonBandsPerDegree = 2
 
+// lonBand is the band of a longitude: lon * lonBandsPerDegree truncated
+// toward zero, as SQLite's CAST and PostgreSQL's trunc compute it (half-degree
+// bands, the one around the prime meridian a degree wide). Truncation, not
+// floor: a function in an index expression costs every SQLite insert a
+// statement journal (migration 0008), a cast does not.
+func lonBand(lon float64) float64 { return math.Trunc(lon * lonBandsPerDegree) }
+
 // lonBandSQL is the band expression of the search indexes, spelled as in the
-// migration so that both databases match the query to the index.
-const lonBandSQL = "floor(l.lon * 2)"
+// migration of the dialect so that the database matches the query to the index.
+func lonBandSQL(pg bool) string {
+	if pg {
+		return "trunc(l.lon * 2)"
+	}
+	return "CAST(l.lon * 2 AS INTEGER)"
+}
 
 // maxLonBands caps the bands a search lists: a wider box reads the bands as
 // one range (as wide boxes read most of the index anyway).
@@ -76,14 +88,14 @@ const maxLonBands = 24
 
 // lonBands answers the longitude bands the box spans, as the ranges of
 // consecutive bands [lo, hi] (two when it crosses the antimeridian), and
-// false when every longitude qualifies (the box holds a pole).
+// false when every longitude qualifies (the box holds a pole). lonBand never
+// decreases with the longitude, so a range's ends bound every band within.
 func (b box) lonBands() ([][2]float64, bool) {
 	if b.AllLon {
 		return nil, false
 	}
-	band := func(lon float64) float64 { return math.Floor(lon * lonBandsPerDegree) }
 	if b.WrapLon {
-		return [][2]float64{{band(b.MinLon), band(180)}, {band(-180), band(b.MaxLon)}}, true
+		return [][2]float64{{lonBand(b.MinLon), lonBand(180)}, {lonBand(-180), lonBand(b.MaxLon)}}, true
 	}
-	return [][2]float64{{band(b.MinLon), band(b.MaxLon)}}, true
+	return [][2]float64{{lonBand(b.MinLon), lonBand(b.MaxLon)}}, true
 }

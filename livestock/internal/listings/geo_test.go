@@ -18,7 +18,7 @@ func TestBoundingBoxHoldsTheCircle(t *testing.T) {
 		// The longitude band of the point is one of the box's (what the
 		// search indexes seek), or the box holds every longitude.
 		if ranges, ok := b.lonBands(); ok {
-			band, in := math.Floor(lon*lonBandsPerDegree), false
+			band, in := lonBand(lon), false
 			for _, r := range ranges {
 				in = in || (band >= r[0] && band <= r[1])
 			}

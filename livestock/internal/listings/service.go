@@ -327,7 +327,13 @@ func (s *Service) Wishlist(ctx context.Context, p *auth.Principal, id string, on
 
 // Search answers a page of the listings p may see that match, and the total.
 func (s *Service) Search(ctx context.Context, p *auth.Principal, sr Search) ([]*Listing, int, error) {
-	return s.store.Search(ctx, viewer(p), sr)
+	if !logging.Debugging(s.log) {
+		return s.store.Search(ctx, viewer(p), sr)
+	}
+	started := time.Now()
+	out, total, err := s.store.Search(ctx, viewer(p), sr)
+	logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"returned": len(out), "total": total, "distance": sr.Near != nil, "sortBy": sr.Page.SortBy, "duration": time.Since(started).String()}).Debug("listings searched")
+	return out, total, err
 }
 
 // Facets is the answer of a search with docs=false.

@@ -506,7 +506,7 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 	}
 	if p := f.Near; p != nil {
 		b := boundingBox(p.Lat, p.Lon, p.Km)
-		lonBandWhere(q, b)
+		s.lonBandWhere(q, b)
 		q.Where("l.lat BETWEEN ? AND ?", b.MinLat, b.MaxLat)
 		switch {
 		case b.AllLon:
@@ -524,7 +524,7 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 // that the search indexes read one short latitude range per band: the bands
 // as a list (an equality the indexes seek once per band) while few, as a
 // range otherwise. A box around a pole adds nothing.
-func lonBandWhere(q *bun.SelectQuery, b box) {
+func (s *Store) lonBandWhere(q *bun.SelectQuery, b box) {
 	ranges, ok := b.lonBands()
 	if !ok {
 		return
@@ -536,12 +536,12 @@ func lonBandWhere(q *bun.SelectQuery, b box) {
 		}
 	}
 	if len(bands) <= maxLonBands {
-		q.Where(lonBandSQL+" IN (?)", bun.List(bands))
+		q.Where(lonBandSQL(s.pg)+" IN (?)", bun.List(bands))
 		return
 	}
 	q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 		for _, r := range ranges {
-			q.WhereOr(lonBandSQL+" BETWEEN ? AND ?", r[0], r[1])
+			q.WhereOr(lonBandSQL(s.pg)+" BETWEEN ? AND ?", r[0], r[1])
 		}
 		return q
 	})

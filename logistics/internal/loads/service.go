@@ -141,6 +141,7 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 	if err != nil {
 		return nil, err
 	}
+	logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"loads": len(loads), "user": p.UserID}).Debug("loads created")
 	return loads, nil
 }
 
@@ -255,9 +256,13 @@ func splitIndex(path string) (int, string, bool) {
 
 // Search answers a page of the loads the caller sees and the total.
 func (s *Service) Search(ctx context.Context, p *auth.Principal, f Filter) ([]*Load, int, error) {
+	started := time.Now()
 	loads, total, err := s.store.Search(ctx, ViewerOf(p), f)
 	if err != nil {
 		return nil, 0, err
+	}
+	if logging.Debugging(s.log) {
+		logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"returned": len(loads), "total": total, "duration": time.Since(started).String()}).Debug("loads searched")
 	}
 	return loads, total, nil
 }
