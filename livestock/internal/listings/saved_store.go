@@ -63,7 +63,7 @@ const insertChunk = 1000
 
 // CountSavedSearches answers how many saved searches userID keeps.
 func (s *Store) CountSavedSearches(ctx context.Context, userID string) (int, error) {
-	n, err := s.idb.NewSelect().Model((*savedSearchRow)(nil)).Where("user_id = ?", userID).Count(ctx)
+	n, err := s.IDB.NewSelect().Model((*savedSearchRow)(nil)).Where("user_id = ?", userID).Count(ctx)
 	return int(n), err
 }
 
@@ -72,13 +72,13 @@ func (s *Store) CountSavedSearches(ctx context.Context, userID string) (int, err
 func (s *Store) InsertSavedSearches(ctx context.Context, rows []savedSearchRow, keys []savedCellRow) error {
 	for start := 0; start < len(rows); start += insertChunk {
 		chunk := rows[start:min(start+insertChunk, len(rows))]
-		if _, err := s.idb.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+		if _, err := s.IDB.NewInsert().Model(&chunk).Exec(ctx); err != nil {
 			return err
 		}
 	}
 	for start := 0; start < len(keys); start += insertChunk {
 		chunk := keys[start:min(start+insertChunk, len(keys))]
-		if _, err := s.idb.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+		if _, err := s.IDB.NewInsert().Model(&chunk).Exec(ctx); err != nil {
 			return err
 		}
 	}
@@ -88,7 +88,7 @@ func (s *Store) InsertSavedSearches(ctx context.Context, rows []savedSearchRow, 
 // SavedSearches answers a page of userID's saved searches, newest first, and the total.
 func (s *Store) SavedSearches(ctx context.Context, userID string, limit, offset int) ([]savedSearchRow, int, error) {
 	var rows []savedSearchRow
-	q := s.idb.NewSelect().Model(&rows).Where("user_id = ?", userID)
+	q := s.IDB.NewSelect().Model(&rows).Where("user_id = ?", userID)
 	total, err := q.Count(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -102,7 +102,7 @@ func (s *Store) SavedSearches(ctx context.Context, userID string, limit, offset 
 // DeleteSavedSearch removes userID's saved search id with its index keys and
 // alerts; false when userID keeps no search of that id.
 func (s *Store) DeleteSavedSearch(ctx context.Context, userID, id string) (bool, error) {
-	res, err := s.idb.NewDelete().Model((*savedSearchRow)(nil)).Where("id = ? AND user_id = ?", id, userID).Exec(ctx)
+	res, err := s.IDB.NewDelete().Model((*savedSearchRow)(nil)).Where("id = ? AND user_id = ?", id, userID).Exec(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -111,7 +111,7 @@ func (s *Store) DeleteSavedSearch(ctx context.Context, userID, id string) (bool,
 	}
 	// SQLite enforces the foreign keys' cascades too, but say it here for both.
 	for _, m := range []any{(*savedCellRow)(nil), (*alertRow)(nil)} {
-		if _, err := s.idb.NewDelete().Model(m).Where("search_id = ?", id).Exec(ctx); err != nil {
+		if _, err := s.IDB.NewDelete().Model(m).Where("search_id = ?", id).Exec(ctx); err != nil {
 			return false, err
 		}
 	}
@@ -120,7 +120,7 @@ func (s *Store) DeleteSavedSearch(ctx context.Context, userID, id string) (bool,
 
 // AnySavedSearch tells whether any saved search is indexed at all.
 func (s *Store) AnySavedSearch(ctx context.Context) (bool, error) {
-	return s.idb.NewSelect().Model((*savedCellRow)(nil)).Exists(ctx)
+	return s.IDB.NewSelect().Model((*savedCellRow)(nil)).Exists(ctx)
 }
 
 // savedKey is what a listing finds its candidate searches by: its kind, type
@@ -134,12 +134,12 @@ type savedKey struct {
 // notUserID indexed under k or under "any".
 func (s *Store) SavedSearchCandidates(ctx context.Context, k savedKey, notUserID string) ([]savedSearchRow, error) {
 	var cands []savedSearchRow
-	ids := s.idb.NewSelect().Model((*savedCellRow)(nil)).Column("c.search_id").
+	ids := s.IDB.NewSelect().Model((*savedCellRow)(nil)).Column("c.search_id").
 		Where("c.kind IN (?)", bun.List([]string{k.Kind, anyKey})).
 		Where("c.type IN (?)", bun.List([]string{k.Type, anyKey})).
 		Where("c.breed IN (?)", bun.List([]string{k.Breed, anyKey})).
 		Where("c.cell IN (?)", bun.List(k.Cells))
-	if err := s.idb.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", notUserID).Scan(ctx); err != nil {
+	if err := s.IDB.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", notUserID).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("saved search candidates: %w", err)
 	}
 	return cands, nil
@@ -163,13 +163,13 @@ func (s *Store) MatchingSearches(ctx context.Context, listingID string, tests []
 	parts := make([]string, len(tests))
 	args := make([]any, len(tests))
 	for i, t := range tests {
-		q := s.idb.NewSelect().Model((*listingRow)(nil)).ColumnExpr("? AS search_id", t.SearchID).Where("l.id = ?", listingID)
+		q := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("? AS search_id", t.SearchID).Where("l.id = ?", listingID)
 		s.where(q, t.Viewer, t.Filter, noFacet)
 		parts[i] = "?"
 		args[i] = q
 	}
 	var hits []string
-	if err := s.idb.NewRaw(strings.Join(parts, " UNION ALL "), args...).Scan(ctx, &hits); err != nil {
+	if err := s.IDB.NewRaw(strings.Join(parts, " UNION ALL "), args...).Scan(ctx, &hits); err != nil {
 		return nil, fmt.Errorf("match saved searches: %w", err)
 	}
 	return hits, nil
@@ -182,7 +182,7 @@ func (s *Store) RecordAlerts(ctx context.Context, rows []alertRow) ([]string, er
 	for start := 0; start < len(rows); start += 500 {
 		part := rows[start:min(start+500, len(rows))]
 		var got []string
-		if err := s.idb.NewInsert().Model(&part).On("CONFLICT (search_id, listing_id) DO NOTHING").
+		if err := s.IDB.NewInsert().Model(&part).On("CONFLICT (search_id, listing_id) DO NOTHING").
 			Returning("search_id").Scan(ctx, &got); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -193,18 +193,18 @@ func (s *Store) RecordAlerts(ctx context.Context, rows []alertRow) ([]string, er
 
 // EnqueueAll adds notifications to the outbox in the store's transaction.
 func (s *Store) EnqueueAll(ctx context.Context, evs []outbox.Event) error {
-	return outbox.EnqueueAll(ctx, s.idb, evs)
+	return outbox.EnqueueAll(ctx, s.IDB, evs)
 }
 
 // AppendEvents adds events to the live stream in the store's transaction.
 func (s *Store) AppendEvents(ctx context.Context, evs []events.Event) error {
-	return events.AppendAll(ctx, s.idb, evs)
+	return events.AppendAll(ctx, s.IDB, evs)
 }
 
 // QueueAlert queues a listing that has just become active for the
 // saved-search alerts runner (once: a queued listing stays queued).
 func (s *Store) QueueAlert(ctx context.Context, listingID string, at time.Time) error {
-	_, err := s.idb.NewInsert().Model(&alertQueueRow{ListingID: listingID, QueuedAt: at}).
+	_, err := s.IDB.NewInsert().Model(&alertQueueRow{ListingID: listingID, QueuedAt: at}).
 		On("CONFLICT (listing_id) DO NOTHING").Exec(ctx)
 	return err
 }
@@ -212,13 +212,13 @@ func (s *Store) QueueAlert(ctx context.Context, listingID string, at time.Time) 
 // QueuedAlerts answers up to limit queued listings' ids, oldest first.
 func (s *Store) QueuedAlerts(ctx context.Context, limit int) ([]string, error) {
 	var ids []string
-	err := s.idb.NewSelect().Model((*alertQueueRow)(nil)).Column("q.listing_id").
+	err := s.IDB.NewSelect().Model((*alertQueueRow)(nil)).Column("q.listing_id").
 		OrderExpr("q.queued_at, q.listing_id").Limit(int64(limit)).Scan(ctx, &ids)
 	return ids, err
 }
 
 // DequeueAlerts removes listings from the alerts queue.
 func (s *Store) DequeueAlerts(ctx context.Context, listingIDs []string) error {
-	_, err := s.idb.NewDelete().Model((*alertQueueRow)(nil)).Where("listing_id IN (?)", bun.List(listingIDs)).Exec(ctx)
+	_, err := s.IDB.NewDelete().Model((*alertQueueRow)(nil)).Where("listing_id IN (?)", bun.List(listingIDs)).Exec(ctx)
 	return err
 }
