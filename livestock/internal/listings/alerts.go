@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/db"
-	"github.com/uptrace/bun"
 )
 
 // Saved-search alerts are matched after the listing's own transaction, not
@@ -17,14 +16,6 @@ import (
 // an alert is still recorded once per (search, listing): the alert insert
 // skips pairs already alerted, so a listing matched twice (a replica that
 // died before removing its row, two replicas at once) alerts nobody twice.
-
-// alertQueueRow is a listing waiting to be matched.
-type alertQueueRow struct {
-	bun.BaseModel `bun:"table:livestock_alert_queue,alias:q"`
-
-	ListingID string    `bun:"listing_id,pk"`
-	QueuedAt  time.Time `bun:"queued_at,notnull"`
-}
 
 // alertBatch is how many queued listings one pass reads.
 const alertBatch = 50
@@ -71,8 +62,8 @@ func (s *Service) RunAlerts(ctx context.Context) error {
 // and answers when the queue is empty (or on the first error).
 func (s *Service) MatchQueued(ctx context.Context) error {
 	for {
-		var queued []alertQueueRow
-		if err := s.store.DB().NewSelect().Model(&queued).OrderExpr("q.queued_at, q.listing_id").Limit(alertBatch).Scan(ctx); err != nil {
+		queued, err := s.store.QueuedAlerts(ctx, alertBatch)
+		if err != nil {
 			return err
 		}
 		if len(queued) == 0 {
@@ -89,18 +80,13 @@ func (s *Service) MatchQueued(ctx context.Context) error {
 // every alert and dequeues the batch in one transaction. Under a burst of
 // creates the queue fills while they run, so that write and the check for
 // any saved search at all are paid once per batch, not per listing.
-func (s *Service) matchBatch(ctx context.Context, queued []alertQueueRow) error {
-	bdb := s.store.DB()
-	ids := make([]string, len(queued))
-	for i, q := range queued {
-		ids[i] = q.ListingID
-	}
+func (s *Service) matchBatch(ctx context.Context, ids []string) error {
 	type hit struct {
 		l       *Listing
 		matched []savedSearchRow
 	}
 	var hits []hit
-	anySearch, err := bdb.NewSelect().Model((*savedCellRow)(nil)).Exists(ctx)
+	anySearch, err := s.store.AnySavedSearch(ctx)
 	if err != nil {
 		return err
 	}
@@ -115,7 +101,7 @@ func (s *Service) matchBatch(ctx context.Context, queued []alertQueueRow) error 
 		if l == nil || l.Status != StatusActive {
 			continue
 		}
-		matched, err := s.matchNewlyActive(ctx, bdb, l)
+		matched, err := s.matchNewlyActive(ctx, s.store, l)
 		if err != nil {
 			return err
 		}
@@ -123,13 +109,12 @@ func (s *Service) matchBatch(ctx context.Context, queued []alertQueueRow) error 
 			hits = append(hits, hit{l: l, matched: matched})
 		}
 	}
-	return db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+	return s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
 		for _, h := range hits {
 			if _, err := s.alert(ctx, tx, h.matched, h.l); err != nil {
 				return err
 			}
 		}
-		_, err := tx.NewDelete().Model((*alertQueueRow)(nil)).Where("listing_id IN (?)", bun.List(ids)).Exec(ctx)
-		return err
+		return tx.DequeueAlerts(ctx, ids)
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 
-	"github.com/agritrade/api/platform/db"
 	"github.com/uptrace/bun"
 )
 
@@ -25,20 +24,8 @@ func SaveSearchesForBench(ctx context.Context, bdb *bun.DB, owners []string, que
 		}
 		rows = append(rows, r)
 	}
-	return db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
-		for start := 0; start < len(rows); start += 1000 {
-			chunk := rows[start:min(start+1000, len(rows))]
-			if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		for start := 0; start < len(cells); start += 1000 {
-			chunk := cells[start:min(start+1000, len(cells))]
-			if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
+	return NewStore(bdb).InTx(ctx, func(ctx context.Context, tx *Store) error {
+		return tx.InsertSavedSearches(ctx, rows, cells)
 	})
 }
 
@@ -55,7 +42,7 @@ func (s *Service) CreateActive(ctx context.Context, l *Listing, match bool) (int
 			return nil
 		}
 		var err error
-		n, err = s.alertNewlyActive(ctx, tx.idb.(bun.Tx), l)
+		n, err = s.alertNewlyActive(ctx, tx, l)
 		return err
 	})
 	return n, err

@@ -3,9 +3,7 @@ package listings
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,17 +12,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
-	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/events"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/outbox"
 	"github.com/gin-gonic/gin"
-	"github.com/uptrace/bun"
 )
 
 // Saved searches (listing alerts): a user keeps a search's filters under a
@@ -64,36 +59,6 @@ type SavedSearch struct {
 	Name         string                     `json:"name"`
 	Query        map[string]json.RawMessage `json:"query"`
 	CreatedAtUTC string                     `json:"createdAtUTC"`
-}
-
-type savedSearchRow struct {
-	bun.BaseModel `bun:"table:livestock_saved_searches,alias:s"`
-
-	ID        string    `bun:"id,pk"`
-	UserID    string    `bun:"user_id,notnull"`
-	Orgs      string    `bun:"orgs,notnull"` // JSON array: the owner's organisations (viewer of the filter)
-	Name      string    `bun:"name,notnull"`
-	Query     string    `bun:"query,notnull"` // the query as URL-encoded search parameters
-	Body      string    `bun:"body,notnull"`  // the query object as sent (JSON), answered back
-	CreatedAt time.Time `bun:"created_at,notnull"`
-}
-
-type savedCellRow struct {
-	bun.BaseModel `bun:"table:livestock_saved_search_cells,alias:c"`
-
-	Kind     string `bun:"kind,pk"`
-	Type     string `bun:"type,pk"`
-	Breed    string `bun:"breed,pk"`
-	Cell     int    `bun:"cell,pk"`
-	SearchID string `bun:"search_id,pk"`
-}
-
-type alertRow struct {
-	bun.BaseModel `bun:"table:livestock_saved_search_alerts,alias:al"`
-
-	SearchID  string    `bun:"search_id,pk"`
-	ListingID string    `bun:"listing_id,pk"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
 }
 
 // savedInput is the create body.
@@ -276,7 +241,7 @@ func (s *Service) CreateSavedSearch(ctx context.Context, p *auth.Principal, raw 
 	_ = json.Unmarshal(raw, &body)
 	queryJSON, _ := json.Marshal(body["query"])
 	orgs, _ := json.Marshal(p.Organisations())
-	row := &savedSearchRow{
+	row := savedSearchRow{
 		ID: ids.New(ctx), UserID: p.UserID, Orgs: string(orgs), Name: name,
 		Query: values.Encode(), Body: string(queryJSON), CreatedAt: s.now(),
 	}
@@ -284,21 +249,15 @@ func (s *Service) CreateSavedSearch(ctx context.Context, p *auth.Principal, raw 
 	for i := range keys {
 		keys[i].SearchID = row.ID
 	}
-	err = db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		n, err := tx.NewSelect().Model((*savedSearchRow)(nil)).Where("user_id = ?", p.UserID).Count(ctx)
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		n, err := tx.CountSavedSearches(ctx, p.UserID)
 		if err != nil {
 			return err
 		}
 		if n >= MaxSavedSearches {
 			return apierr.Conflict("a user keeps at most %d saved searches; delete one first", MaxSavedSearches)
 		}
-		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-			return err
-		}
-		if len(keys) > 0 {
-			_, err = tx.NewInsert().Model(&keys).Exec(ctx)
-		}
-		return err
+		return tx.InsertSavedSearches(ctx, []savedSearchRow{row}, keys)
 	})
 	if err != nil {
 		return "", err
@@ -308,13 +267,8 @@ func (s *Service) CreateSavedSearch(ctx context.Context, p *auth.Principal, raw 
 
 // SavedSearches answers a page of p's saved searches, newest first, and the total.
 func (s *Service) SavedSearches(ctx context.Context, p *auth.Principal, limit, offset int) ([]SavedSearch, int, error) {
-	var rows []savedSearchRow
-	q := s.store.DB().NewSelect().Model(&rows).Where("user_id = ?", p.UserID)
-	total, err := q.Count(ctx)
+	rows, total, err := s.store.SavedSearches(ctx, p.UserID, limit, offset)
 	if err != nil {
-		return nil, 0, err
-	}
-	if err := q.OrderExpr("created_at DESC, id DESC").Limit(int64(limit)).Offset(int64(offset)).Scan(ctx); err != nil {
 		return nil, 0, err
 	}
 	out := make([]SavedSearch, len(rows))
@@ -322,27 +276,18 @@ func (s *Service) SavedSearches(ctx context.Context, p *auth.Principal, limit, o
 		out[i] = SavedSearch{ID: r.ID, Name: r.Name, Query: map[string]json.RawMessage{}, CreatedAtUTC: r.CreatedAt.UTC().Format(timeFormat)}
 		_ = json.Unmarshal([]byte(r.Body), &out[i].Query)
 	}
-	return out, int(total), nil
+	return out, total, nil
 }
 
 // DeleteSavedSearch removes a saved search of p; another's answers 404.
 func (s *Service) DeleteSavedSearch(ctx context.Context, p *auth.Principal, id string) error {
-	return db.InTx(ctx, s.store.DB(), func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewDelete().Model((*savedSearchRow)(nil)).Where("id = ? AND user_id = ?", id, p.UserID).Exec(ctx)
+	return s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		found, err := tx.DeleteSavedSearch(ctx, p.UserID, id)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err != nil {
-				return err
-			}
+		if !found {
 			return apierr.NotFound("saved search")
-		}
-		// SQLite enforces the foreign keys' cascades too, but say it here for both.
-		for _, m := range []any{(*savedCellRow)(nil), (*alertRow)(nil)} {
-			if _, err := tx.NewDelete().Model(m).Where("search_id = ?", id).Exec(ctx); err != nil {
-				return err
-			}
 		}
 		return nil
 	})
@@ -351,7 +296,7 @@ func (s *Service) DeleteSavedSearch(ctx context.Context, p *auth.Principal, id s
 // alertNewlyActive matches a listing that has just become active (in tx)
 // against the other users' saved searches and records one alert per new
 // (search, listing), with its notification and stream event.
-func (s *Service) alertNewlyActive(ctx context.Context, tx bun.Tx, l *Listing) (int, error) {
+func (s *Service) alertNewlyActive(ctx context.Context, tx *Store, l *Listing) (int, error) {
 	matched, err := s.matchNewlyActive(ctx, tx, l)
 	if err != nil {
 		return 0, err
@@ -361,30 +306,24 @@ func (s *Service) alertNewlyActive(ctx context.Context, tx bun.Tx, l *Listing) (
 
 // matchNewlyActive answers the other users' saved searches an active listing
 // matches. Candidates come from the (kind, type, cell) index; each is then
-// tested by the search's own filter (Store.where) on this one listing, in
-// batches of one statement. It only reads, so it runs outside a write.
-func (s *Service) matchNewlyActive(ctx context.Context, idb bun.IDB, l *Listing) ([]savedSearchRow, error) {
-	cells := []int{anyCell}
+// tested by the search's own filter on this one listing, in batches of one
+// statement. It only reads, so it runs outside a write.
+func (s *Service) matchNewlyActive(ctx context.Context, st *Store, l *Listing) ([]savedSearchRow, error) {
+	k := savedKey{Kind: string(l.Kind), Type: l.Type, Cells: []int{anyCell}}
 	if l.Location != nil {
-		cells = append(cells, cellOf(l.Location.Coordinates.Lat, l.Location.Coordinates.Lon))
+		k.Cells = append(k.Cells, cellOf(l.Location.Coordinates.Lat, l.Location.Coordinates.Lon))
 	}
-	breed := ""
 	if l.Properties != nil {
-		breed = l.Properties.searchable().Breed
+		k.Breed = l.Properties.searchable().Breed
 	}
-	var cands []savedSearchRow
-	ids := idb.NewSelect().Model((*savedCellRow)(nil)).Column("c.search_id").
-		Where("c.kind IN (?)", bun.List([]string{string(l.Kind), anyKey})).
-		Where("c.type IN (?)", bun.List([]string{l.Type, anyKey})).
-		Where("c.breed IN (?)", bun.List([]string{breed, anyKey})).
-		Where("c.cell IN (?)", bun.List(cells))
-	if err := idb.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", l.UserID).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("saved search candidates: %w", err)
+	cands, err := st.SavedSearchCandidates(ctx, k, l.UserID)
+	if err != nil {
+		return nil, err
 	}
 	var matched []savedSearchRow
 	for start := 0; start < len(cands); start += matchBatch {
 		batch := cands[start:min(start+matchBatch, len(cands))]
-		m, err := s.matching(ctx, idb, l.ID, batch)
+		m, err := matching(ctx, st, l.ID, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -393,11 +332,10 @@ func (s *Service) matchNewlyActive(ctx context.Context, idb bun.IDB, l *Listing)
 	return matched, nil
 }
 
-// matching answers which of the searches the listing matches, in one
-// statement: per search, the search's own WHERE on this listing's row.
-func (s *Service) matching(ctx context.Context, tx bun.IDB, listingID string, cands []savedSearchRow) ([]savedSearchRow, error) {
-	parts := make([]string, 0, len(cands))
-	args := make([]any, 0, len(cands))
+// matching answers which of the searches the listing matches: each search
+// parsed by the search's own parser, tested in one statement.
+func matching(ctx context.Context, st *Store, listingID string, cands []savedSearchRow) ([]savedSearchRow, error) {
+	tests := make([]savedTest, 0, len(cands))
 	byID := map[string]savedSearchRow{}
 	for _, c := range cands {
 		values, err := url.ParseQuery(c.Query)
@@ -412,18 +350,12 @@ func (s *Service) matching(ctx context.Context, tx bun.IDB, listingID string, ca
 		}
 		var orgs []string
 		_ = json.Unmarshal([]byte(c.Orgs), &orgs)
-		q := tx.NewSelect().Model((*listingRow)(nil)).ColumnExpr("? AS search_id", c.ID).Where("l.id = ?", listingID)
-		s.store.where(q, Viewer{UserID: c.UserID, Orgs: orgs}, sr.Filter, noFacet)
-		parts = append(parts, "?")
-		args = append(args, q)
+		tests = append(tests, savedTest{SearchID: c.ID, Viewer: Viewer{UserID: c.UserID, Orgs: orgs}, Filter: sr.Filter})
 		byID[c.ID] = c
 	}
-	if len(parts) == 0 {
-		return nil, nil
-	}
-	var hits []string
-	if err := tx.NewRaw(strings.Join(parts, " UNION ALL "), args...).Scan(ctx, &hits); err != nil {
-		return nil, fmt.Errorf("match saved searches: %w", err)
+	hits, err := st.MatchingSearches(ctx, listingID, tests)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]savedSearchRow, 0, len(hits))
 	for _, id := range hits {
@@ -435,7 +367,7 @@ func (s *Service) matching(ctx context.Context, tx bun.IDB, listingID string, ca
 // alert records one alert per matched search unless (search, listing)
 // already had one, with their outbox notifications and stream events, in a
 // few multi-row statements; it answers how many were new.
-func (s *Service) alert(ctx context.Context, tx bun.Tx, matched []savedSearchRow, l *Listing) (int, error) {
+func (s *Service) alert(ctx context.Context, tx *Store, matched []savedSearchRow, l *Listing) (int, error) {
 	if len(matched) == 0 {
 		return 0, nil
 	}
@@ -446,15 +378,9 @@ func (s *Service) alert(ctx context.Context, tx bun.Tx, matched []savedSearchRow
 		rows[i] = alertRow{SearchID: c.ID, ListingID: l.ID, CreatedAt: now}
 		byID[c.ID] = c
 	}
-	var fresh []string
-	for start := 0; start < len(rows); start += 500 {
-		part := rows[start:min(start+500, len(rows))]
-		var got []string
-		if err := tx.NewInsert().Model(&part).On("CONFLICT (search_id, listing_id) DO NOTHING").
-			Returning("search_id").Scan(ctx, &got); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, err
-		}
-		fresh = append(fresh, got...)
+	fresh, err := tx.RecordAlerts(ctx, rows)
+	if err != nil {
+		return 0, err
 	}
 	notes := make([]outbox.Event, 0, len(fresh))
 	evs := make([]events.Event, 0, len(fresh))
@@ -469,8 +395,8 @@ func (s *Service) alert(ctx context.Context, tx bun.Tx, matched []savedSearchRow
 		})
 		evs = append(evs, events.Event{Type: events.TypeListingAlert, Audiences: []string{events.User(c.UserID)}, Data: data})
 	}
-	if err := outbox.EnqueueAll(ctx, tx, notes); err != nil {
+	if err := tx.EnqueueAll(ctx, notes); err != nil {
 		return 0, err
 	}
-	return len(fresh), events.AppendAll(ctx, tx, evs)
+	return len(fresh), tx.AppendEvents(ctx, evs)
 }

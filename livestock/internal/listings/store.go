@@ -20,34 +20,21 @@ import (
 // search columns), livestock_listing_info (additionalInfo values),
 // livestock_wishlist and livestock_reports.
 type Store struct {
-	db *bun.DB
-	// idb is what the writes and locking reads run on: the pool, or within
-	// InTx one transaction.
-	idb bun.IDB
-	pg  bool
+	// Conn runs the queries: the pool, or within InTx one transaction.
+	db.Conn
+	pg bool
 }
 
 // NewStore returns a store over db.
-func NewStore(bdb *bun.DB) *Store { return &Store{db: bdb, idb: bdb, pg: db.IsPostgres(bdb)} }
+func NewStore(bdb *bun.DB) *Store { return &Store{Conn: db.NewConn(bdb), pg: db.IsPostgres(bdb)} }
 
-// DB is the database, for the saved searches' and alerts' own queries.
-func (s *Store) DB() *bun.DB { return s.db }
-
-// InTx runs fn with a store bound to one transaction (platform/db.InTx: the
+// InTx runs fn with a store bound to one transaction (db.Conn.InTx: the
 // SQLite write gate, the hooks after the commit); an error from fn rolls it
 // back. Services speak of listings, not of bun.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Store) error) error {
-	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &Store{db: s.db, idb: tx, pg: s.pg})
+	return s.Conn.InTx(ctx, func(ctx context.Context, c db.Conn) error {
+		return fn(ctx, &Store{Conn: c, pg: s.pg})
 	})
-}
-
-// QueueAlert queues a listing that has just become active for the
-// saved-search alerts runner (once: a queued listing stays queued).
-func (s *Store) QueueAlert(ctx context.Context, listingID string, at time.Time) error {
-	_, err := s.idb.NewInsert().Model(&alertQueueRow{ListingID: listingID, QueuedAt: at}).
-		On("CONFLICT (listing_id) DO NOTHING").Exec(ctx)
-	return err
 }
 
 type listingRow struct {
@@ -210,12 +197,12 @@ func (s *Store) Insert(ctx context.Context, l *Listing) error {
 	if err != nil {
 		return err
 	}
-	q := s.idb.NewInsert().Model(r)
-	if db.IsPostgres(s.idb) {
+	q := s.IDB.NewInsert().Model(r)
+	if db.IsPostgres(s.IDB) {
 		if _, err := q.Exec(ctx); err != nil {
 			return err
 		}
-		return insertInfos(ctx, s.idb, infos)
+		return insertInfos(ctx, s.IDB, infos)
 	}
 	// SQLite: OR ROLLBACK. A statement inside a transaction that may fail
 	// half-way (here on the primary key, after other indexes were written)
@@ -227,10 +214,10 @@ func (s *Store) Insert(ctx context.Context, l *Listing) error {
 	if !ok {
 		return fmt.Errorf("listing insert: unexpected statement %.40q", q.String())
 	}
-	if _, err := s.idb.ExecContext(ctx, "INSERT OR ROLLBACK INTO "+stmt); err != nil {
+	if _, err := s.ExecContext(ctx, "INSERT OR ROLLBACK INTO "+stmt); err != nil {
 		return err
 	}
-	return insertInfos(ctx, s.idb, infos)
+	return insertInfos(ctx, s.IDB, infos)
 }
 
 func insertInfos(ctx context.Context, tx bun.IDB, infos []infoRow) error {
@@ -242,7 +229,8 @@ func insertInfos(ctx context.Context, tx bun.IDB, infos []infoRow) error {
 }
 
 // BulkInsert writes many listings in batches, each batch in one transaction
-// (sample data and benchmarks). Call RefreshStatistics after a large load.
+// (sample data and benchmarks); InTx, so through the SQLite write gate like
+// any other write. Call RefreshStatistics after a large load.
 func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
 	const batch = 500
 	for start := 0; start < len(ls); start += batch {
@@ -257,11 +245,11 @@ func (s *Store) BulkInsert(ctx context.Context, ls []*Listing) error {
 			rows = append(rows, r)
 			infos = append(infos, in...)
 		}
-		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		err := s.InTx(ctx, func(ctx context.Context, tx *Store) error {
+			if _, err := tx.IDB.NewInsert().Model(&rows).Exec(ctx); err != nil {
 				return err
 			}
-			return insertInfos(ctx, tx, infos)
+			return insertInfos(ctx, tx.IDB, infos)
 		})
 		if err != nil {
 			return err
@@ -279,7 +267,7 @@ func (s *Store) RefreshStatistics(ctx context.Context) error {
 		cmd = "VACUUM " + cmd
 	}
 	for _, table := range []string{"livestock_listings", "livestock_listing_info", "livestock_wishlist"} {
-		if _, err := s.db.ExecContext(ctx, cmd+table); err != nil {
+		if _, err := s.ExecContext(ctx, cmd+table); err != nil {
 			return fmt.Errorf("refresh statistics of %s: %w", table, err)
 		}
 	}
@@ -292,13 +280,13 @@ func (s *Store) Update(ctx context.Context, l *Listing) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.idb.NewUpdate().Model(r).WherePK().ExcludeColumn("id", "created_at", "user_id", "organisation_id", "organisation_name", "kind", "type").Exec(ctx); err != nil {
+	if _, err := s.IDB.NewUpdate().Model(r).WherePK().ExcludeColumn("id", "created_at", "user_id", "organisation_id", "organisation_name", "kind", "type").Exec(ctx); err != nil {
 		return err
 	}
-	if _, err := s.idb.NewDelete().Model((*infoRow)(nil)).Where("listing_id = ?", l.ID).Exec(ctx); err != nil {
+	if _, err := s.IDB.NewDelete().Model((*infoRow)(nil)).Where("listing_id = ?", l.ID).Exec(ctx); err != nil {
 		return err
 	}
-	return insertInfos(ctx, s.idb, infos)
+	return insertInfos(ctx, s.IDB, infos)
 }
 
 // Get reads a listing, with whether userID has it on their wishlist; nil when
@@ -306,7 +294,7 @@ func (s *Store) Update(ctx context.Context, l *Listing) error {
 // transactions hold the database's write lock from their start).
 func (s *Store) Get(ctx context.Context, id, userID string, forUpdate bool) (*Listing, error) {
 	var r listingRow
-	q := s.idb.NewSelect().Model(&r).ColumnExpr("l.*").
+	q := s.IDB.NewSelect().Model(&r).ColumnExpr("l.*").
 		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", userID).
 		Where("l.id = ?", id)
 	if forUpdate && s.pg {
@@ -323,7 +311,7 @@ func (s *Store) Get(ctx context.Context, id, userID string, forUpdate bool) (*Li
 
 // Close moves an active listing to a closed status; false when it was not active.
 func (s *Store) Close(ctx context.Context, id, status string, at time.Time) (bool, error) {
-	res, err := s.idb.NewUpdate().Model((*listingRow)(nil)).
+	res, err := s.IDB.NewUpdate().Model((*listingRow)(nil)).
 		Set("status = ?", status).Set("closed_at = ?", at).Set("updated_at = ?", at).
 		Where("id = ?", id).Where("status = ?", StatusActive).Exec(ctx)
 	if err != nil {
@@ -336,32 +324,32 @@ func (s *Store) Close(ctx context.Context, id, status string, at time.Time) (boo
 // SetHidden shows or hides a listing in search.
 func (s *Store) SetHidden(ctx context.Context, id string, hidden bool) error {
 	// Hiding and showing are changes a catch-up reports (updated_at).
-	_, err := s.idb.NewUpdate().Model((*listingRow)(nil)).Set("hidden = ?", hidden).
+	_, err := s.IDB.NewUpdate().Model((*listingRow)(nil)).Set("hidden = ?", hidden).
 		Set("updated_at = ?", time.Now().UTC().Truncate(time.Microsecond)).Where("id = ?", id).Exec(ctx)
 	return err
 }
 
 // AddWish puts a listing on a user's wishlist; nothing happens when it is there.
 func (s *Store) AddWish(ctx context.Context, userID, listingID string, at time.Time) error {
-	_, err := s.db.NewInsert().Model(&wishRow{UserID: userID, ListingID: listingID, CreatedAt: at}).
+	_, err := s.IDB.NewInsert().Model(&wishRow{UserID: userID, ListingID: listingID, CreatedAt: at}).
 		On("CONFLICT (user_id, listing_id) DO NOTHING").Exec(ctx)
 	return err
 }
 
 // RemoveWish takes a listing off a user's wishlist.
 func (s *Store) RemoveWish(ctx context.Context, userID, listingID string) error {
-	_, err := s.db.NewDelete().Model((*wishRow)(nil)).Where("user_id = ?", userID).Where("listing_id = ?", listingID).Exec(ctx)
+	_, err := s.IDB.NewDelete().Model((*wishRow)(nil)).Where("user_id = ?", userID).Where("listing_id = ?", listingID).Exec(ctx)
 	return err
 }
 
 // HasReport tells whether a user already reported a listing.
 func (s *Store) HasReport(ctx context.Context, listingID, userID string) (bool, error) {
-	return s.idb.NewSelect().Model((*reportRow)(nil)).Where("listing_id = ?", listingID).Where("user_id = ?", userID).Exists(ctx)
+	return s.IDB.NewSelect().Model((*reportRow)(nil)).Where("listing_id = ?", listingID).Where("user_id = ?", userID).Exists(ctx)
 }
 
 // InsertReport records a report.
 func (s *Store) InsertReport(ctx context.Context, r *Report) error {
-	_, err := s.idb.NewInsert().Model(&reportRow{
+	_, err := s.IDB.NewInsert().Model(&reportRow{
 		ID: r.ID, ListingID: r.ListingID, UserID: r.UserID, UserName: r.UserName, OrganisationID: r.OrganisationID,
 		Reason: r.Reason, Message: r.Message, CreatedAt: r.CreatedAt,
 	}).Exec(ctx)
@@ -371,14 +359,14 @@ func (s *Store) InsertReport(ctx context.Context, r *Report) error {
 // OpenReporters counts the distinct users with an unreviewed report of a listing.
 func (s *Store) OpenReporters(ctx context.Context, listingID string) (int, error) {
 	var n int
-	err := s.idb.NewSelect().Model((*reportRow)(nil)).ColumnExpr("count(DISTINCT r.user_id)").
+	err := s.IDB.NewSelect().Model((*reportRow)(nil)).ColumnExpr("count(DISTINCT r.user_id)").
 		Where("r.listing_id = ?", listingID).Where("r.reviewed_at IS NULL").Scan(ctx, &n)
 	return n, err
 }
 
 // ReviewReports marks every open report of a listing as reviewed.
 func (s *Store) ReviewReports(ctx context.Context, listingID, adminID, decision string, at time.Time) error {
-	_, err := s.idb.NewUpdate().Model((*reportRow)(nil)).
+	_, err := s.IDB.NewUpdate().Model((*reportRow)(nil)).
 		Set("reviewed_at = ?", at).Set("reviewed_by = ?", adminID).Set("decision = ?", decision).
 		Where("listing_id = ?", listingID).Where("reviewed_at IS NULL").Exec(ctx)
 	return err
@@ -394,7 +382,7 @@ type ReportFilter struct {
 // Reports answers a page of reports, oldest first unless desc, and the total.
 func (s *Store) Reports(ctx context.Context, f ReportFilter, limit, offset int, desc bool) ([]*Report, int, error) {
 	var rows []reportRow
-	q := s.db.NewSelect().Model(&rows)
+	q := s.IDB.NewSelect().Model(&rows)
 	if f.Open != nil {
 		if *f.Open {
 			q.Where("r.reviewed_at IS NULL")
@@ -561,7 +549,7 @@ func (s *Store) lonBandWhere(q *bun.SelectQuery, b box) {
 // selectListings selects whole listings with the caller's wishlist flag and,
 // around a point, the distance.
 func (s *Store) selectListings(rows *[]listingRow, v Viewer, sr Search) *bun.SelectQuery {
-	q := s.db.NewSelect().Model(rows).ColumnExpr("l.*").
+	q := s.IDB.NewSelect().Model(rows).ColumnExpr("l.*").
 		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", v.UserID)
 	if p := sr.Near; p != nil {
 		q.ColumnExpr(s.distanceSQL()+" AS distance_km", p.Lat, p.Lat, p.Lon)
@@ -595,7 +583,7 @@ func (s *Store) order(q *bun.SelectQuery, sr Search) {
 // then only the page's rows are read. Counting apart cost a second pass over
 // the box and a second statement to prepare, a third of the request.
 func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, int, error) {
-	page := s.db.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id").ColumnExpr("count(*) OVER () AS total")
+	page := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id").ColumnExpr("count(*) OVER () AS total")
 	s.where(page, v, sr.Filter, noFacet)
 	s.order(page, sr)
 	page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
@@ -626,7 +614,7 @@ func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, in
 
 // Count answers how many listings a search matches.
 func (s *Store) Count(ctx context.Context, v Viewer, f Filter) (int, error) {
-	q := s.db.NewSelect().Model((*listingRow)(nil))
+	q := s.IDB.NewSelect().Model((*listingRow)(nil))
 	s.where(q, v, f, noFacet)
 	n, err := q.Count(ctx)
 	return int(n), err
@@ -646,7 +634,7 @@ func (s *Store) Stream(ctx context.Context, v Viewer, sr Search, fn func(*Listin
 	defer func() { _ = rows.Close() }() // the read error, if any, comes from rows.Err
 	for rows.Next() {
 		var r listingRow
-		if err := s.db.ScanRow(ctx, rows, &r); err != nil {
+		if err := q.DB().ScanRow(ctx, rows, &r); err != nil {
 			return err
 		}
 		l, err := r.listing()
@@ -686,7 +674,7 @@ func (s *Store) Facets(ctx context.Context, v Viewer, f Filter) (map[string][]Fa
 	out := make(map[string][]FacetValue, len(specs))
 	for _, sp := range specs {
 		vals := []FacetValue{}
-		q := s.db.NewSelect().Model((*listingRow)(nil)).
+		q := s.IDB.NewSelect().Model((*listingRow)(nil)).
 			ColumnExpr(sp.expr + " AS value").ColumnExpr("count(*) AS n")
 		if sp.join {
 			q.Join("JOIN livestock_listing_info AS i ON i.listing_id = l.id")

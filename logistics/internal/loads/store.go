@@ -18,32 +18,28 @@ import (
 
 // Store reads and writes loads; it is the only code that knows their tables.
 type Store struct {
-	db *bun.DB
-	// idb is what the writes and locking reads run on: the pool, or within
-	// InTx one transaction.
-	idb bun.IDB
+	// Conn runs the queries: the pool, or within InTx one transaction.
+	db.Conn
 }
 
 // NewStore returns a store over db.
-func NewStore(db *bun.DB) *Store { return &Store{db: db, idb: db} }
+func NewStore(bdb *bun.DB) *Store { return &Store{db.NewConn(bdb)} }
 
-// InTx runs fn with a store bound to one transaction (platform/db.InTx: the
+// InTx runs fn with a store bound to one transaction (db.Conn.InTx: the
 // SQLite write gate, the hooks after the commit); an error from fn rolls it
 // back. Services speak of loads, not of bun.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Store) error) error {
-	return db.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &Store{db: s.db, idb: tx})
-	})
+	return s.Conn.InTx(ctx, func(ctx context.Context, c db.Conn) error { return fn(ctx, &Store{c}) })
 }
 
 // Enqueue adds a notification to the outbox in the store's transaction.
 func (s *Store) Enqueue(ctx context.Context, ev outbox.Event) error {
-	return outbox.Enqueue(ctx, s.idb, ev)
+	return outbox.Enqueue(ctx, s.IDB, ev)
 }
 
 // AppendEvent adds an event to the live stream in the store's transaction.
 func (s *Store) AppendEvent(ctx context.Context, ev streamevents.Event) error {
-	return streamevents.Append(ctx, s.idb, ev)
+	return streamevents.Append(ctx, s.IDB, ev)
 }
 
 // loadRow is the persisted shape of a load. Carrier and driver are NULL until
@@ -198,7 +194,7 @@ func (s *Store) Insert(ctx context.Context, loads []*Load) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.idb.NewInsert().Model(&rows).Exec(ctx)
+	_, err = s.IDB.NewInsert().Model(&rows).Exec(ctx)
 	return err
 }
 
@@ -215,7 +211,7 @@ func (s *Store) Upsert(ctx context.Context, loads []*Load) (map[Key]string, erro
 	if err != nil {
 		return nil, err
 	}
-	q := s.idb.NewInsert().Model(&rows).On("CONFLICT (creator_org_id, organiser_id, reference) DO UPDATE")
+	q := s.IDB.NewInsert().Model(&rows).On("CONFLICT (creator_org_id, organiser_id, reference) DO UPDATE")
 	for _, c := range mutableColumns {
 		q = q.Set("? = EXCLUDED.?", bun.Ident(c), bun.Ident(c))
 	}
@@ -252,7 +248,7 @@ func (s *Store) Update(ctx context.Context, loads []*Load) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.idb.NewUpdate().Model(&rows).Column(handoffColumns...).Bulk().Exec(ctx)
+	_, err = s.IDB.NewUpdate().Model(&rows).Column(handoffColumns...).Bulk().Exec(ctx)
 	return err
 }
 
@@ -263,9 +259,9 @@ func (s *Store) ByIDs(ctx context.Context, v Viewer, ids []string, forUpdate boo
 		return nil, nil
 	}
 	var rows []loadRow
-	q := s.idb.NewSelect().Model(&rows).Column(loadColumns...).Where("id IN (?)", bun.List(ids))
+	q := s.IDB.NewSelect().Model(&rows).Column(loadColumns...).Where("id IN (?)", bun.List(ids))
 	q = visible(q, v)
-	if forUpdate && s.idb.Dialect().Name() == dialect.PG {
+	if forUpdate && s.IDB.Dialect().Name() == dialect.PG {
 		q = q.For("UPDATE")
 	}
 	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -288,7 +284,7 @@ func (s *Store) ByKeys(ctx context.Context, keys []Key) ([]*Load, error) {
 	}
 	values := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(keys)), ", ")
 	var rows []loadRow
-	err := s.idb.NewSelect().Model(&rows).Column(loadColumns...).
+	err := s.IDB.NewSelect().Model(&rows).Column(loadColumns...).
 		Join("JOIN (VALUES "+values+") AS k ON ?TableAlias.creator_org_id = k.column1 AND ?TableAlias.organiser_id = k.column2 AND ?TableAlias.reference = k.column3", args...).
 		Scan(ctx)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -432,7 +428,7 @@ func filtered(q *bun.SelectQuery, f Filter, scanText bool) *bun.SelectQuery {
 // rows: on PostgreSQL, with a text query, for arms under smallArm loads (an
 // index-only count per arm, in one statement). Elsewhere it answers nil.
 func (s *Store) textScans(ctx context.Context, as []arm, f Filter) ([]bool, error) {
-	if f.Text == "" || len(as) == 0 || s.db.Dialect().Name() != dialect.PG {
+	if f.Text == "" || len(as) == 0 || s.IDB.Dialect().Name() != dialect.PG {
 		return nil, nil
 	}
 	parts := make([]string, len(as))
@@ -441,14 +437,14 @@ func (s *Store) textScans(ctx context.Context, as []arm, f Filter) ([]bool, erro
 	noText.Text = ""
 	for i, a := range as {
 		parts[i] = "(?)"
-		args[i] = filtered(a(s.db.NewSelect().Model((*loadRow)(nil)).ColumnExpr("count(*)")), noText, false)
+		args[i] = filtered(a(s.IDB.NewSelect().Model((*loadRow)(nil)).ColumnExpr("count(*)")), noText, false)
 	}
 	sizes := make([]int, len(as))
 	dest := make([]any, len(as))
 	for i := range sizes {
 		dest[i] = &sizes[i]
 	}
-	if err := s.db.NewRaw("SELECT "+strings.Join(parts, ", "), args...).Scan(ctx, dest...); err != nil {
+	if err := s.IDB.NewRaw("SELECT "+strings.Join(parts, ", "), args...).Scan(ctx, dest...); err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(as))
@@ -484,10 +480,10 @@ func (s *Store) count(ctx context.Context, v Viewer, f Filter, scans []bool) (in
 	args := make([]any, len(as))
 	for i, a := range as {
 		parts[i] = "(?)"
-		args[i] = filtered(a(s.db.NewSelect().Model((*loadRow)(nil)).ColumnExpr("count(*)")), f, scan(scans, i))
+		args[i] = filtered(a(s.IDB.NewSelect().Model((*loadRow)(nil)).ColumnExpr("count(*)")), f, scan(scans, i))
 	}
 	var total int
-	err := s.db.NewRaw("SELECT "+strings.Join(parts, " + "), args...).Scan(ctx, &total)
+	err := s.IDB.NewRaw("SELECT "+strings.Join(parts, " + "), args...).Scan(ctx, &total)
 	return total, err
 }
 
@@ -503,7 +499,7 @@ func (s *Store) page(ctx context.Context, v Viewer, f Filter, scans []bool, afte
 	parts := make([]string, len(as))
 	args := make([]any, 0, len(as)+3)
 	for i, a := range as {
-		q := filtered(a(s.db.NewSelect().Model((*loadRow)(nil)).Column(loadColumns...)), f, scan(scans, i))
+		q := filtered(a(s.IDB.NewSelect().Model((*loadRow)(nil)).Column(loadColumns...)), f, scan(scans, i))
 		if after != nil {
 			q = q.Where("(?, id) "+cmp+" (?, ?)", bun.Ident(col), sortValue(after, col), after.ID)
 		}
@@ -514,7 +510,7 @@ func (s *Store) page(ctx context.Context, v Viewer, f Filter, scans []bool, afte
 	args = append(args, bun.Ident(col), limit, offset)
 	var rows []loadRow
 	query := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") AS visible ORDER BY ? " + dir + ", id " + dir + " LIMIT ? OFFSET ?"
-	if err := s.db.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := s.IDB.NewRaw(query, args...).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
 	return rows, nil
