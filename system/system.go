@@ -70,8 +70,10 @@ func New(deps module.Deps) *Module {
 	m.add(m.files, err3)
 	if err3 == nil {
 		// The records' URLs point at this module's download route
-		// (files.Handler: GET /files/:id under /system/v1).
+		// (files.Handler: GET /files/:id under /system/v1), and the uploads
+		// name this module's document kinds.
 		deps.Files.ServeAt("/" + Name + "/v1/files")
+		deps.Files.AcceptTypes(files.DocumentTypes...)
 	}
 	m.messaging, err4 = messaging.New(messaging.Deps{DB: deps.DB})
 	m.add(m.messaging, err4)

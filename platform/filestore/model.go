@@ -37,10 +37,6 @@ const (
 // Buckets lists the accepted bucket names.
 var Buckets = []string{BucketImages, BucketFiles, BucketVideos}
 
-// Types lists the document kinds the seed allows at upload.
-var Types = []string{"sample", "avatar", "weighbridge", "contract", "image", "logo", "misc", "vehicle",
-	"terms-conditions", "trade-contract", "rt-certificate"}
-
 // The statuses of a file: DELETE archives (API.md), nothing is ever erased.
 const (
 	StatusActive   = "active"
@@ -217,17 +213,18 @@ type upload struct {
 	orgs                   []string
 }
 
-// validateInput checks the fields of an upload, listing every failing one.
-// An organisation the caller does not belong to is 403, not a field error:
-// the caller is authenticated but may not act for it.
-func validateInput(p *auth.Principal, in PutInput) (upload, error) {
+// validateInput checks the fields of an upload, listing every failing one;
+// the type is one of types, or any non-empty one when types is nil (see
+// Service.AcceptTypes). An organisation the caller does not belong to is 403,
+// not a field error: the caller is authenticated but may not act for it.
+func validateInput(p *auth.Principal, in PutInput, types []string) (upload, error) {
 	var f apierr.Fields
 	u := upload{bucket: strings.TrimSpace(in.Bucket), typ: strings.TrimSpace(in.Type), name: strings.TrimSpace(in.Name)}
 	if f.Required("bucket", u.bucket) {
 		f.OneOf("bucket", u.bucket, Buckets...)
 	}
-	if f.Required("type", u.typ) {
-		f.OneOf("type", u.typ, Types...)
+	if f.Required("type", u.typ) && types != nil {
+		f.OneOf("type", u.typ, types...)
 	}
 	if f.Required("name", u.name) && f.MaxLen("name", u.name, MaxNameLen) {
 		f.Check(validName(u.name), "name", "format", "must be valid UTF-8 without control characters")

@@ -28,7 +28,7 @@ func (s *Service) Check(p *auth.Principal, in PutInput) error {
 	}
 	in.Body = eofReader{} // the bytes come later
 	in.Rest = nil
-	_, err := validateInput(p, in)
+	_, err := validateInput(p, in, s.types)
 	return err
 }
 
@@ -93,7 +93,7 @@ func (s *Service) DeleteScratch(ctx context.Context, key string) error {
 // bytes).
 func (s *Service) checkWhole(p *auth.Principal, in PutInput, size int64, head []byte) (upload, string, error) {
 	in.Body, in.Rest = eofReader{}, nil
-	u, err := validateInput(p, in)
+	u, err := validateInput(p, in, s.types)
 	if err != nil {
 		return u, "", err
 	}

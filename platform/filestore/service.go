@@ -66,6 +66,9 @@ type Service struct {
 	opts   Options
 	prefix string // BaseURL + Path
 	thumbs *thumbs
+	// types are the document kinds an upload may name (AcceptTypes); nil
+	// accepts any non-empty one.
+	types []string
 }
 
 // New builds a Service over a database and a blob store.
@@ -98,6 +101,16 @@ func New(bdb *bun.DB, blobs Blobs, o Options) *Service {
 func (s *Service) ServeAt(path string) {
 	s.opts.Path = path
 	s.prefix = strings.TrimRight(s.opts.BaseURL, "/") + path
+}
+
+// AcceptTypes names the document kinds an upload may name (its "type"
+// field): a domain list, so the module that owns the uploads gives it at
+// wiring, before it serves, as it names the download route (ServeAt). Until
+// one does (a binary or a test without that module, such as logistics alone)
+// every non-empty type is accepted: the platform knows no module's kinds, and
+// refusing every upload would be the more surprising default.
+func (s *Service) AcceptTypes(types ...string) {
+	s.types = slices.Clone(types)
 }
 
 // Open builds the Service the configuration asks for: the local backend under
@@ -163,7 +176,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 	if p == nil {
 		return nil, apierr.Unauthorized("uploading needs a bearer token")
 	}
-	u, err := validateInput(p, in)
+	u, err := validateInput(p, in, s.types)
 	if err != nil {
 		if in.Rest == nil {
 			return nil, err
@@ -212,7 +225,7 @@ func (s *Service) Put(ctx context.Context, p *auth.Principal, in PutInput) (*Rec
 			return discard(err)
 		}
 		full.Body = in.Body
-		if u, err = validateInput(p, full); err != nil {
+		if u, err = validateInput(p, full, s.types); err != nil {
 			return discard(err)
 		}
 		if err := refused(u.bucket, contentType, executable); err != nil {

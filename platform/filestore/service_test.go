@@ -319,3 +319,47 @@ func (f failing) Read([]byte) (int, error) {
 	}
 	return 0, errors.New("connection reset by peer")
 }
+
+// TestAcceptTypes: the document kinds are the owning module's list
+// (AcceptTypes); without one, any non-empty type is accepted.
+func TestAcceptTypes(t *testing.T) {
+	forEach(t, []backend{localBackend()}, func(t *testing.T, s *filestore.Service, b filestore.Blobs, be backend, bdb *bun.DB) {
+		ctx := context.Background()
+		in := func(typ string) filestore.PutInput {
+			return filestore.PutInput{Bucket: "files", Type: typ, Name: "a.txt", Body: strings.NewReader("hello")}
+		}
+		typeFailure := func(t *testing.T, err error, rule string) {
+			t.Helper()
+			e := wantCode(t, err, apierr.CodeValidation)
+			if len(e.Validation) != 1 || e.Validation[0].Path != "type" || e.Validation[0].Code != rule {
+				t.Fatalf("validation %+v, want one %s failure of type", e.Validation, rule)
+			}
+		}
+		t.Run("noList/200_anyType", func(t *testing.T) {
+			rec := put(t, s, farmer, in("delivery-note"))
+			var n int
+			if err := bdb.NewRaw("SELECT count(*) FROM platform_files WHERE id = ? AND type = ?", rec.ID, "delivery-note").Scan(ctx, &n); err != nil || n != 1 {
+				t.Fatalf("stored %d rows of type delivery-note (%v)", n, err)
+			}
+		})
+		t.Run("noList/400_emptyType", func(t *testing.T) {
+			_, err := s.Put(ctx, farmer, in("  "))
+			typeFailure(t, err, "required")
+		})
+		s.AcceptTypes("misc", "contract")
+		before := len(be.items(t, b))
+		t.Run("list/400_unknownType", func(t *testing.T) {
+			_, err := s.Put(ctx, farmer, in("delivery-note"))
+			typeFailure(t, err, "enum")
+			typeFailure(t, s.Check(farmer, in("delivery-note")), "enum")
+			if after := len(be.items(t, b)); after != before {
+				t.Fatalf("a refused upload left a blob: %d, then %d", before, after)
+			}
+		})
+		t.Run("list/200_listedType", func(t *testing.T) {
+			if rec := put(t, s, farmer, in("contract")); rec.Type != "contract" {
+				t.Fatalf("type %q", rec.Type)
+			}
+		})
+	})
+}

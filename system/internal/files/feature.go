@@ -10,6 +10,12 @@ import (
 	"github.com/uptrace/bun"
 )
 
+// DocumentTypes are the document kinds an upload may name (its "type"
+// field; the seed's list, the enum of openapi.yaml's upload bodies). The
+// module hands them to the file store at wiring (filestore.AcceptTypes).
+var DocumentTypes = []string{"sample", "avatar", "weighbridge", "contract", "image", "logo", "misc", "vehicle",
+	"terms-conditions", "trade-contract", "rt-certificate"}
+
 // Deps are what the files feature is built of.
 type Deps struct {
 	DB    *bun.DB
