@@ -12,6 +12,7 @@ import (
 	"github.com/agritrade/api/livestock/internal/categories"
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/filestore"
+	"github.com/agritrade/api/platform/geo"
 	"github.com/agritrade/api/platform/httpx"
 )
 
@@ -509,24 +510,11 @@ var (
 
 type locationBody struct {
 	ThreeWordAddress string       `json:"threeWordAddress"`
-	Address          *addressBody `json:"address"`
+	Address          *geo.Address `json:"address"`
 	Coordinates      *struct {
 		Lat *float64 `json:"lat"`
 		Lon *float64 `json:"lon"`
 	} `json:"coordinates"`
-}
-
-type addressBody struct {
-	Name        string `json:"name"`
-	Line1       string `json:"line1"`
-	Line2       string `json:"line2"`
-	Line3       string `json:"line3"`
-	City        string `json:"city"`
-	Region      string `json:"region"`
-	RegionISO   string `json:"regionISO"`
-	Postcode    string `json:"postcode"`
-	CountryName string `json:"countryName"`
-	CountryISO  string `json:"countryISO"`
 }
 
 // location checks a location (nil when null): coordinates are required and
