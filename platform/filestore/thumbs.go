@@ -231,6 +231,18 @@ func (s *Service) makeThumb(ctx context.Context, rec *Record, spec thumb.Spec) (
 	if t, err := s.storedThumb(ctx, rec, spec); t != nil || err != nil {
 		return t, err
 	}
+	made, err := s.makeSizes(ctx, rec, []thumb.Spec{spec})
+	if err != nil {
+		return nil, err
+	}
+	return made[0], nil
+}
+
+// makeSizes makes and stores thumbnails of rec in the given sizes from one
+// read and one decode of the source (thumb.MakeAll), and answers their
+// records in the same order: 415 for a source over the pixel limit or that
+// does not decode. The caller holds a slot.
+func (s *Service) makeSizes(ctx context.Context, rec *Record, specs []thumb.Spec) ([]*Record, error) {
 	body, err := s.Read(ctx, rec, 0, -1)
 	if err != nil {
 		return nil, err
@@ -238,7 +250,7 @@ func (s *Service) makeThumb(ctx context.Context, rec *Record, spec thumb.Spec) (
 	defer func() { _ = body.Close() }()
 	src := &fault.Source{R: body}
 	started := time.Now()
-	data, ct, err := thumb.Make(src, spec, s.thumbs.maxPixels)
+	made, err := thumb.MakeAll(src, specs, s.thumbs.maxPixels)
 	if src.Err != nil {
 		return nil, s.storeError(src.Err)
 	}
@@ -252,18 +264,22 @@ func (s *Service) makeThumb(ctx context.Context, rec *Record, spec thumb.Spec) (
 		return nil, apierr.Internal(err)
 	}
 	thumbSeconds.Observe(time.Since(started).Seconds())
-	key := thumbKey(rec, spec, ct)
-	// Several replicas may make the same thumbnail at the same moment (the
-	// singleflight is per process). That is harmless: each makes the same
-	// bytes (same source, same code, deterministic encoders) under the same
-	// key, and a Put is atomic on both backends (a rename, one S3 PUT), so
-	// readers see one whole object, whichever write lands last.
-	n, err := s.blobs.Put(ctx, key, bytes.NewReader(data))
-	if err != nil {
-		return nil, s.storeError(err)
+	out := make([]*Record, 0, len(made))
+	for _, m := range made {
+		key := thumbKey(rec, m.Spec, m.ContentType)
+		// Several replicas may make the same thumbnail at the same moment (the
+		// singleflight is per process). That is harmless: each makes the same
+		// bytes (same source, same code, deterministic encoders) under the same
+		// key, and a Put is atomic on both backends (a rename, one S3 PUT), so
+		// readers see one whole object, whichever write lands last.
+		n, err := s.blobs.Put(ctx, key, bytes.NewReader(m.Data))
+		if err != nil {
+			return nil, s.storeError(err)
+		}
+		thumbsMade.Inc()
+		out = append(out, thumbRecord(rec, m.Spec, key, m.ContentType, n))
 	}
-	thumbsMade.Inc()
-	return thumbRecord(rec, spec, key, ct, n), nil
+	return out, nil
 }
 
 // thumbRecord is the file's record as a thumbnail: same id and permissions,
@@ -351,29 +367,8 @@ func (s *Service) makeAllThumbs(ctx context.Context, rec *Record) (int, error) {
 	if len(missing) == 0 {
 		return 0, nil
 	}
-	body, err := s.Read(ctx, rec, 0, -1)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = body.Close() }()
-	src := &fault.Source{R: body}
-	started := time.Now()
-	made, err := thumb.MakeAll(src, missing, s.thumbs.maxPixels)
-	if src.Err != nil {
-		return 0, s.storeError(src.Err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	thumbSeconds.Observe(time.Since(started).Seconds())
-	for _, m := range made {
-		// Same key and bytes as a request's making: whichever lands last wins, harmlessly.
-		if _, err := s.blobs.Put(ctx, thumbKey(rec, m.Spec, m.ContentType), bytes.NewReader(m.Data)); err != nil {
-			return 0, s.storeError(err)
-		}
-		thumbsMade.Inc()
-	}
-	return len(made), nil
+	made, err := s.makeSizes(ctx, rec, missing)
+	return len(made), err
 }
 
 // WaitThumbnails waits until no thumbnail is being made at upload: tests that
