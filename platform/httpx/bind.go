@@ -63,19 +63,14 @@ func BindJSON(c *gin.Context, dst any) error {
 }
 
 // DecodeJSON is BindJSON on raw bytes: it checks raw with CheckJSON and binds
-// it into dst, reporting failures under prefix.
-func DecodeJSON(raw []byte, prefix string, dst any) error {
-	if err := CheckJSON(raw, prefix); err != nil {
+// it into dst.
+func DecodeJSON(raw []byte, dst any) error {
+	if err := CheckJSON(raw, ""); err != nil {
 		return err
 	}
 	f, err := decodeChecked(raw, dst)
 	if err != nil {
 		return err
-	}
-	if prefix != "" {
-		var out apierr.Fields
-		out.At(prefix).Merge(f.List())
-		return out.Err()
 	}
 	return f.Err()
 }

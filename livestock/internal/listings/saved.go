@@ -73,7 +73,7 @@ func parseSaved(raw []byte) (name string, values url.Values, sr Search, err erro
 	var in savedInput
 	// The platform's decoder: a wrong type is a field failure, data after
 	// the value (which this once took as a second body) a bad_request.
-	if err := httpx.DecodeJSON(raw, "", &in); err != nil {
+	if err := httpx.DecodeJSON(raw, &in); err != nil {
 		return "", nil, Search{}, err
 	}
 	var f apierr.Fields
