@@ -1,0 +1,103 @@
+package listings_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agritrade/api/livestock/internal/listings"
+	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/testkit"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+)
+
+type fillWish struct {
+	bun.BaseModel `bun:"table:livestock_wishlist"`
+
+	UserID    string    `bun:"user_id,pk"`
+	ListingID string    `bun:"listing_id,pk"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+// fillListings writes n listings as the search benchmark generates them (5,000
+// organisations, the farmer's with a share of 1%), changes spread over 30 days,
+// a quarter of them wishlisted, and refreshes the planner's statistics.
+func fillListings(t *testing.T, db *bun.DB, n int) {
+	t.Helper()
+	ctx := context.Background()
+	store := listings.NewStore(db)
+	rng := rand.New(rand.NewPCG(7, uint64(n)))
+	now := time.Now().UTC()
+	var wished []fillWish
+	for done := 0; done < n; {
+		chunk := make([]*listings.Listing, 0, 2000)
+		for ; done < n && len(chunk) < cap(chunk); done++ {
+			l := benchListing(rng, now)
+			if done%100 == 17 {
+				l.OrganisationID, l.OrganisationName = farmer.OrgID, farmer.OrgName
+			}
+			l.UpdatedAt = now.Add(-time.Duration(rng.Int64N(int64(30 * 24 * time.Hour)))).Truncate(time.Microsecond)
+			chunk = append(chunk, l)
+			if done%4 == 0 { // a quarter of the listings on someone's wishlist
+				wished = append(wished, fillWish{UserID: fmt.Sprintf("user-%d", rng.IntN(2000)), ListingID: l.ID, CreatedAt: now})
+			}
+		}
+		if err := store.BulkInsert(ctx, chunk); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.NewInsert().Model(&wished).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wished = wished[:0]
+	}
+	if err := store.RefreshStatistics(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpdatedSinceReadsSinceIndexes: over 20,000 analysed listings, the
+// statement of a catch-up, as the store issues it, finds the changes by a
+// range of the active listings' (status, updated_at) index and one of the
+// caller's organisations' (organisation_id, updated_at) index, and reads the
+// page's rows by key: no scan of the table, nor of a whole index.
+func TestUpdatedSinceReadsSinceIndexes(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := newServer(t, db)
+		fillListings(t, db, 20000)
+		rec := testkit.RecordQueries(db)
+		pkey, wish := "livestock_listings_pkey", "livestock_wishlist_pkey"
+		if db.Dialect().Name() != dialect.PG {
+			pkey, wish = "sqlite_autoindex_livestock_listings_1", "sqlite_autoindex_livestock_wishlist_1"
+		}
+		cutoff := time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)
+		for name, q := range map[string]url.Values{
+			"first page":   {"updatedSinceUTC": {cutoff}},
+			"page 2":       {"updatedSinceUTC": {cutoff}, "offset": {"20"}},
+			"newest first": {"updatedSinceUTC": {cutoff}, "sortDesc": {"true"}},
+			"sheep":        {"updatedSinceUTC": {cutoff}, "f:commodityType": {"sheep"}},
+		} {
+			for who, p := range map[string]auth.Principal{"farmer": farmer, "outsider": outsider} {
+				t.Run(name+"/"+who, func(t *testing.T) {
+					var total int
+					queries := rec.Record(func() { _, total = search(t, s, p, q) })
+					if total == 0 {
+						t.Fatal("the catch-up found nothing: the plan would not show the page's reads")
+					}
+					for _, stmt := range queries {
+						if !strings.Contains(stmt, `"livestock_listings"`) {
+							t.Fatalf("unexpected statement: %s", stmt)
+						}
+						testkit.AssertIndexed(t, db, stmt, testkit.Reads{Table: "livestock_listings", Aliases: []string{"l"},
+							Want: []string{"livestock_listings_since", "livestock_listings_org_since"}, Also: []string{pkey}})
+						testkit.AssertIndexed(t, db, stmt, testkit.Reads{Table: "livestock_wishlist", Aliases: []string{"w"}, Also: []string{wish}})
+					}
+				})
+			}
+		}
+	})
+}
