@@ -175,7 +175,9 @@ func Scope(log *logging.Module, version string) gin.HandlerFunc {
 func requestEntry(log *logging.Module, c *gin.Context, id string) *logrus.Entry {
 	e := log.Component("http").WithField(logging.RequestIDField, id)
 	if ctx := c.Request.Context(); trace.SpanContextFromContext(ctx).IsValid() {
-		e = e.WithContext(ctx)
+		// e is a new entry of our own: set its context rather than copy it
+		// again with WithContext (twice a request, a map copy each time).
+		e.Context = ctx
 	}
 	return e
 }

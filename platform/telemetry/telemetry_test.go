@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/telemetry"
 	"github.com/agritrade/api/platform/telemetry/otlptest"
+	"github.com/gin-gonic/gin"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -196,4 +198,77 @@ func TestSamplerIsParentBasedOnTheConfiguredRatio(t *testing.T) {
 			t.Error("OTEL_TRACES_SAMPLER=always_on did not replace ratio 0")
 		}
 	})
+}
+
+// ginServer serves GET /work through tr's middleware; the handler answers
+// the trace id and sampled flag the request's context carries.
+func ginServer(tr *telemetry.Tracing) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.Use(tr.Gin())
+	e.GET("/work", func(c *gin.Context) {
+		sc := trace.SpanContextFromContext(c.Request.Context())
+		c.String(http.StatusOK, "%s %v", sc.TraceID(), sc.IsSampled())
+	})
+	return e
+}
+
+func get(e *gin.Engine, traceparent string) string {
+	r := httptest.NewRequest(http.MethodGet, "/work", nil)
+	if traceparent != "" {
+		r.Header.Set("traceparent", traceparent)
+	}
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, r)
+	return w.Body.String()
+}
+
+// TestGinSamplesNewTracesOnceAtTheRatio: Gin's decision and the sampler's
+// are one: at ratio 0.5 about half of 400 new traces are recorded (each
+// request's context says whether it is), not a quarter (two decisions at
+// 0.5 each), and every request has a trace id.
+func TestGinSamplesNewTracesOnceAtTheRatio(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(telemetry.Sampler(0.5)))
+	e := ginServer(telemetry.NewSampled(tp, "t", 0.5))
+	const n = 400
+	said := 0
+	for range n {
+		id, sampled, _ := strings.Cut(get(e, ""), " ")
+		if len(id) != 32 || id == strings.Repeat("0", 32) {
+			t.Fatalf("a request without a trace id: %q", id)
+		}
+		if sampled == "true" {
+			said++
+		}
+	}
+	recorded := len(spans.GetSpans())
+	if recorded != said || recorded < 150 || recorded > 250 {
+		t.Fatalf("%d of %d requests recorded (%d said sampled), want about half", recorded, n, said)
+	}
+}
+
+// TestEnvSamplerDecidesEveryRequest: with OTEL_TRACES_SAMPLER set the SDK's
+// sampler decides, not the platform's: always_on records the request of a
+// caller whose traceparent says not sampled (the platform's sampler would
+// follow the caller), so the server span reaches the receiver.
+func TestEnvSamplerDecidesEveryRequest(t *testing.T) {
+	clearOtelEnv(t)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	recv := otlptest.Start(t)
+	tr, err := telemetry.Open(context.Background(), config.Otel{Endpoint: recv.URL, SampleRatio: 0}, "1")
+	if err != nil || !tr.Enabled() {
+		t.Fatalf("Open: %v %v", tr, err)
+	}
+	const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
+	if got := get(ginServer(tr), "00-"+caller+"-00f067aa0ba902b7-00"); got != caller+" true" {
+		t.Fatalf("the handler saw %q, want the caller's trace sampled", got)
+	}
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := recv.WaitFor("GET /work", 5*time.Second)
+	if !ok || hex.EncodeToString(got.GetTraceId()) != caller {
+		t.Fatalf("no server span in the caller's trace reached the receiver (%v); rejected %v", ok, recv.Rejected())
+	}
 }
