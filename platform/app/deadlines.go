@@ -2,11 +2,13 @@ package app
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/agritrade/api/platform/config"
@@ -28,6 +30,12 @@ import (
 //   - response: each writeChunk of it must be taken by the client within
 //     WriteIdleTimeout, so a stalled download is cut and a slow one (anything
 //     over writeChunk per WriteIdleTimeout, 550 B/s with the defaults) is not.
+//     A deadline is set half as long again and renewed only once less than
+//     WriteIdleTimeout of it is left, per connection: setting one updates a
+//     runtime timer under a lock, and a keep-alive connection answering
+//     thousands of small requests a second then needs one every half
+//     WriteIdleTimeout instead of two per request. Each chunk still gets at
+//     least WriteIdleTimeout.
 //   - connections: at most MaxConns open at once; more wait in the backlog.
 
 // writeChunk is the piece of a response each write deadline covers.
@@ -52,8 +60,18 @@ func newHTTPServer(cfg config.HTTP, h http.Handler) *http.Server {
 		ReadHeaderTimeout: header,
 		MaxHeaderBytes:    maxHeader,
 		IdleTimeout:       2 * time.Minute,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, connWritesKey{}, &connWrites{})
+		},
 	}
 }
+
+// connWrites is the write deadline last set on a connection (unix ns). The
+// server is HTTP/1 only (no TLS, no h2c), so one request at a time uses it;
+// atomic all the same, for a handler's goroutine that writes after another's.
+type connWrites struct{ until atomic.Int64 }
+
+type connWritesKey struct{}
 
 // limitListener caps the connections open at once (none when max <= 0).
 func limitListener(ln net.Listener, max int) net.Listener {
@@ -73,13 +91,19 @@ func progressDeadlines(cfg config.HTTP, h http.Handler) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(idle))
 			r.Body = &progressBody{ReadCloser: r.Body, rc: rc, idle: idle, rate: rate}
 		}
+		var pw *progressWriter
 		if writeIdle > 0 {
-			w = &progressWriter{ResponseWriter: w, rc: rc, idle: writeIdle}
+			conn, _ := r.Context().Value(connWritesKey{}).(*connWrites)
+			if conn == nil {
+				conn = &connWrites{}
+			}
+			pw = &progressWriter{ResponseWriter: w, rc: rc, idle: writeIdle, conn: conn}
+			w = pw
 		}
 		h.ServeHTTP(w, r)
-		if writeIdle > 0 {
+		if pw != nil {
 			// What the handler left buffered is written after it returns.
-			_ = rc.SetWriteDeadline(time.Now().Add(writeIdle))
+			pw.arm()
 		}
 	})
 }
@@ -129,13 +153,25 @@ type progressWriter struct {
 	http.ResponseWriter
 	rc   *http.ResponseController
 	idle time.Duration
+	conn *connWrites
+}
+
+// arm makes sure the connection's write deadline is at least idle away.
+func (w *progressWriter) arm() {
+	now := time.Now()
+	if w.conn.until.Load()-now.UnixNano() >= int64(w.idle) {
+		return
+	}
+	until := now.Add(w.idle + w.idle/2)
+	_ = w.rc.SetWriteDeadline(until)
+	w.conn.until.Store(until.UnixNano())
 }
 
 func (w *progressWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		n := min(len(p), writeChunk)
-		_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+		w.arm()
 		m, err := w.ResponseWriter.Write(p[:n])
 		written += m
 		if err != nil {
@@ -148,7 +184,7 @@ func (w *progressWriter) Write(p []byte) (int, error) {
 
 // Flush sends what is buffered under a fresh deadline.
 func (w *progressWriter) Flush() {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	w.arm()
 	_ = w.rc.Flush()
 }
 
@@ -157,6 +193,7 @@ func (w *progressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := w.rc.Hijack()
 	if err == nil {
 		_ = conn.SetDeadline(time.Time{})
+		w.conn.until.Store(0)
 	}
 	return conn, rw, err
 }

@@ -30,9 +30,18 @@ const (
 )
 
 const (
-	loggerKey  = "httpx.logger"
-	moduleKey  = "httpx.module"
-	requestKey = "httpx.request_id"
+	loggerKey    = "httpx.logger"
+	logModuleKey = "httpx.log_module"
+	moduleKey    = "httpx.module"
+	requestKey   = "httpx.request_id"
+)
+
+// The canonical forms of the headers every response carries: assigning them
+// to the header map directly spares net/http's canonicalisation on each
+// request (Header.Set).
+const (
+	canonRequestID  = "X-Request-Id"
+	canonAPIVersion = "X-Api-Version"
 )
 
 // Options configure the engine.
@@ -138,6 +147,12 @@ func IsHead(c *gin.Context) bool {
 var safeRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 func requestID(log *logging.Module, version string) gin.HandlerFunc {
+	// One value slice for every response: nothing appends to it in place
+	// (Header.Add of a second value copies it first, as its capacity is 1).
+	var versionValue []string
+	if version != "" {
+		versionValue = []string{version}
+	}
 	return func(c *gin.Context) {
 		id := c.GetHeader(HeaderRequestID)
 		if !safeRequestID.MatchString(id) {
@@ -147,12 +162,13 @@ func requestID(log *logging.Module, version string) gin.HandlerFunc {
 		// In the request's context too: what a feature logs with it
 		// (logging.Ctx) names the request, like the request's own lines.
 		c.Request = c.Request.WithContext(logging.WithRequestID(c.Request.Context(), id))
-		c.Header(HeaderRequestID, id)
-		if version != "" {
-			c.Header(HeaderAPIVersion, version)
+		h := c.Writer.Header()
+		h[canonRequestID] = []string{id}
+		if versionValue != nil {
+			h[canonAPIVersion] = versionValue
 		}
 		if log != nil {
-			c.Set(loggerKey, requestEntry(log, c, id))
+			c.Set(logModuleKey, log)
 		}
 		c.Next()
 	}
@@ -161,11 +177,14 @@ func requestID(log *logging.Module, version string) gin.HandlerFunc {
 // Scope marks the routes of a module: its X-API-Version header and its logger,
 // so that the module's log settings govern its requests' logs too.
 func Scope(log *logging.Module, version string) gin.HandlerFunc {
-	header := log.Name() + "/" + version
+	versionValue := []string{log.Name() + "/" + version}
 	return func(c *gin.Context) {
-		c.Header(HeaderAPIVersion, header)
+		c.Writer.Header()[canonAPIVersion] = versionValue
 		c.Set(moduleKey, log.Name())
-		c.Set(loggerKey, requestEntry(log, c, RequestID(c)))
+		c.Set(logModuleKey, log)
+		if _, made := c.Get(loggerKey); made {
+			c.Set(loggerKey, (*logrus.Entry)(nil)) // made with the platform's logger: made again with the module's
+		}
 		c.Next()
 	}
 }
@@ -193,14 +212,32 @@ func Module(c *gin.Context) string {
 	return "platform"
 }
 
-// Logger returns the request's logger.
+// Logger returns the request's logger. It is made on first use: at the
+// levels production runs at most requests log nothing, and a logrus entry
+// costs allocations on every request that makes one.
 func Logger(c *gin.Context) *logrus.Entry {
 	if v, ok := c.Get(loggerKey); ok {
-		if e, ok := v.(*logrus.Entry); ok {
+		if e, ok := v.(*logrus.Entry); ok && e != nil {
 			return e
 		}
 	}
+	if log := logModule(c); log != nil {
+		e := requestEntry(log, c, RequestID(c))
+		c.Set(loggerKey, e)
+		return e
+	}
 	return logrus.NewEntry(logrus.StandardLogger()).WithField("request_id", RequestID(c))
+}
+
+// logModule is the logger of the module serving the request (the platform's
+// before a module's routes are reached), or nil outside the engine.
+func logModule(c *gin.Context) *logging.Module {
+	if v, ok := c.Get(logModuleKey); ok {
+		if m, ok := v.(*logging.Module); ok {
+			return m
+		}
+	}
+	return nil
 }
 
 func accessLog(m *Metrics) gin.HandlerFunc {
@@ -216,21 +253,25 @@ func accessLog(m *Metrics) gin.HandlerFunc {
 		if m != nil {
 			m.observe(Module(c), c.Request.Method, route, status, elapsed)
 		}
-		entry := Logger(c).WithFields(logrus.Fields{
+		level := logrus.InfoLevel
+		switch {
+		case status >= http.StatusInternalServerError:
+			level = logrus.WarnLevel
+		case route == "/healthz" || route == "/readyz" || route == "/metrics":
+			level = logrus.DebugLevel
+		}
+		// The fields are built only for a line that is written: logrus
+		// allocates them even for an entry below the level.
+		if log := logModule(c); log != nil && !log.Logger().IsLevelEnabled(level) {
+			return
+		}
+		Logger(c).WithFields(logrus.Fields{
 			"method":   c.Request.Method,
 			"route":    route,
 			"status":   status,
 			"duration": elapsed.Round(time.Microsecond).String(),
 			"bytes":    c.Writer.Size(),
-		})
-		switch {
-		case status >= http.StatusInternalServerError:
-			entry.Warn("request")
-		case route == "/healthz" || route == "/readyz" || route == "/metrics":
-			entry.Debug("request")
-		default:
-			entry.Info("request")
-		}
+		}).Log(level, "request")
 	}
 }
 
@@ -238,7 +279,7 @@ func accessLog(m *Metrics) gin.HandlerFunc {
 func limitJSONBody(max int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		// Uploads (multipart forms, tus chunks) are limited by their routes.
-		if max > 0 && c.Request.Body != nil && !strings.HasPrefix(c.ContentType(), "multipart/") && c.ContentType() != "application/offset+octet-stream" {
+		if max > 0 && c.Request.Body != nil && c.Request.Body != http.NoBody && !strings.HasPrefix(c.ContentType(), "multipart/") && c.ContentType() != "application/offset+octet-stream" {
 			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
 		}
 		c.Next()

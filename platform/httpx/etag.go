@@ -49,9 +49,9 @@ func sameContent(tag string) string {
 // handler then has nothing left to write.
 func Conditional(c *gin.Context, etag, cacheControl string) bool {
 	h := c.Writer.Header()
-	h.Set("ETag", etag)
+	h["Etag"] = []string{etag}
 	if cacheControl != "" {
-		h.Set("Cache-Control", cacheControl)
+		h["Cache-Control"] = []string{cacheControl}
 	}
 	if ETagMatches(c.GetHeader("If-None-Match"), etag) {
 		c.Status(http.StatusNotModified)

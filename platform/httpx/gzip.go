@@ -49,16 +49,22 @@ func GzipETag(etag string) string {
 const gzipTagSuffix = "-gzip"
 
 // AcceptsGzip tells whether the request's Accept-Encoding allows gzip (by
-// name or by "*", with a q-value above 0).
+// name or by "*", with a q-value above 0). It walks the header in place: it
+// runs on every read of a kept representation.
 func AcceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+	rest := r.Header.Get("Accept-Encoding")
+	for rest != "" {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
 		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		name = strings.ToLower(strings.TrimSpace(name))
-		if name != "gzip" && name != "x-gzip" && name != "*" {
+		name = strings.TrimSpace(name)
+		if !strings.EqualFold(name, "gzip") && !strings.EqualFold(name, "x-gzip") && name != "*" {
 			continue
 		}
 		q := 1.0
-		for _, p := range strings.Split(params, ";") {
+		for params != "" {
+			var p string
+			p, params, _ = strings.Cut(params, ";")
 			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
 			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
 				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
@@ -71,15 +77,28 @@ func AcceptsGzip(r *http.Request) bool {
 	return false
 }
 
+// Header values every kept representation shares (never appended to in
+// place: Header.Add copies a slice whose capacity is full).
+var (
+	varyAcceptEncoding = []string{"Accept-Encoding"}
+	gzipEncoding       = []string{"gzip"}
+)
+
 // WriteRepresentation answers a kept representation: 304 when the client's
 // If-None-Match names it (in either form), else the gzip form when there is
 // one and the client accepts it, else the body as it is. Both forms carry
-// Vary: Accept-Encoding, so shared caches keep them apart.
+// Vary: Accept-Encoding, so shared caches keep them apart. The headers go
+// into the map under their canonical names and the body is written as it
+// is: this is the hottest read of the API (the settings document).
 func WriteRepresentation(c *gin.Context, contentType string, body, gz []byte, etag, cacheControl string) {
 	h := c.Writer.Header()
 	useGzip := gz != nil && AcceptsGzip(c.Request)
 	if gz != nil {
-		h.Add("Vary", "Accept-Encoding")
+		if _, set := h["Vary"]; set {
+			h.Add("Vary", "Accept-Encoding") // after CORS's Origin
+		} else {
+			h["Vary"] = varyAcceptEncoding
+		}
 	}
 	tag := etag
 	if useGzip {
@@ -89,10 +108,12 @@ func WriteRepresentation(c *gin.Context, contentType string, body, gz []byte, et
 		return
 	}
 	if useGzip {
-		h.Set("Content-Encoding", "gzip")
+		h["Content-Encoding"] = gzipEncoding
 		body = gz
 	}
+	h["Content-Type"] = []string{contentType}
 	// A known length spares the chunked encoding of a large document.
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	c.Data(http.StatusOK, contentType, body)
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	c.Status(http.StatusOK)
+	_, _ = c.Writer.Write(body) // a client gone mid-answer has nothing to be told
 }

@@ -1,7 +1,9 @@
 package httpx
 
 import (
+	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,6 +17,20 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// series holds each label set's counter and histogram once looked up:
+	// WithLabelValues validates and hashes four strings on every request.
+	// It grows as the metrics themselves do (one entry per series).
+	series sync.Map // seriesKey -> *series
+}
+
+type seriesKey struct {
+	module, method, route string
+	status                int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics registers the HTTP metrics and the Go and process collectors.
@@ -35,12 +51,33 @@ func NewMetrics() *Metrics {
 }
 
 func (m *Metrics) observe(module, method, route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(module, method, route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(module, method, route).Observe(d.Seconds())
+	method = methodLabel(method)
+	k := seriesKey{module, method, route, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &series{
+			requests: m.requests.WithLabelValues(module, method, route, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(module, method, route),
+		})
+	}
+	s := v.(*series)
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() gin.HandlerFunc {
 	h := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+}
+
+// methodLabel bounds the method label: the method is the client's to choose,
+// and each value would be a series of its own.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
 }

@@ -116,6 +116,10 @@ type Module struct {
 	level string
 	// followers take every setting applied to this module (Registry.Follow).
 	followers []*Module
+	// components holds each component's entry, made once: an entry is never
+	// changed by logging through it (logrus copies it first), and Component
+	// is called on every request.
+	components sync.Map // component name -> *logrus.Entry
 }
 
 // Name is the module's name.
@@ -130,7 +134,11 @@ func (m *Module) Entry() *logrus.Entry { return m.logger.WithField(ModuleField, 
 // Component returns an entry for a component of the module; whether it writes
 // is decided per entry by the module's current filter.
 func (m *Module) Component(name string) *logrus.Entry {
-	return m.logger.WithFields(logrus.Fields{ModuleField: m.name, ComponentField: name})
+	if e, ok := m.components.Load(name); ok {
+		return e.(*logrus.Entry)
+	}
+	e, _ := m.components.LoadOrStore(name, m.logger.WithFields(logrus.Fields{ModuleField: m.name, ComponentField: name}))
+	return e.(*logrus.Entry)
 }
 
 // Settings returns the current level and filter.
