@@ -15,14 +15,12 @@ import (
 	"fmt"
 	"image"
 	_ "image/gif" // registers the GIF decoder with package image
-	"image/jpeg"  // also registers the JPEG decoder for DecodeConfig
+	"image/jpeg"
 	"image/png"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/agritrade/api/platform/filestore/thumb/internal/jpegscale"
 	"github.com/disintegration/imaging"
 	_ "golang.org/x/image/webp" // registers the WebP decoder with package image
 )
@@ -176,9 +174,6 @@ func MakeAll(r io.Reader, specs []Spec, maxPixels int64) ([]Made, error) {
 	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
 		return nil, &TooLargeError{Width: cfg.Width, Height: cfg.Height, Max: maxPixels}
 	}
-	if len(specs) == 0 {
-		return nil, nil
-	}
 	// The orientation is in the header already read (EXIF comes before a
 	// JPEG's frame). It is applied to the thumbnail, not to the source:
 	// turning a 12 MP photo costs more than making its thumbnail. Scaling and
@@ -188,45 +183,16 @@ func MakeAll(r io.Reader, specs []Spec, maxPixels int64) ([]Made, error) {
 	if format == "jpeg" {
 		orient = exifOrientation(head.Bytes())
 	}
-	// srcs[i] is what specs[i] is made from. A JPEG is decoded at the
-	// smallest size each thumbnail can still be made from (DCT scaling: a
-	// 300x300 tile of a 12 MP photo needs 1/8 of it, and at 1/8 no inverse
-	// DCT is done at all), every size needed from one pass. A thumbnail's
-	// scale depends on its own size only, so its bytes are the same whether
-	// it is made alone or with the others.
-	srcs := make([]image.Image, len(specs))
-	if format == "jpeg" {
-		var scales []int
-		at := make([]int, len(specs))
-		for i, spec := range specs {
-			scale := decodeScale(cfg.Width, cfg.Height, spec, orient)
-			if at[i] = slices.Index(scales, scale); at[i] < 0 {
-				at[i] = len(scales)
-				scales = append(scales, scale)
-			}
-		}
-		decoded, err := jpegscale.DecodeScales(io.MultiReader(&head, r), scales)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotImage, err)
-		}
-		for i := range specs {
-			srcs[i] = decoded[at[i]]
-		}
-	} else {
-		src, _, err := image.Decode(io.MultiReader(&head, r))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotImage, err)
-		}
-		for i := range specs {
-			srcs[i] = src
-		}
+	src, _, err := image.Decode(io.MultiReader(&head, r))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotImage, err)
 	}
-	if srcs[0].Bounds().Empty() {
+	if src.Bounds().Empty() {
 		return nil, ErrNotImage
 	}
 	out := make([]Made, 0, len(specs))
-	for i, spec := range specs {
-		data, ct, err := render(srcs[i], cfg.Width, cfg.Height, spec, orient)
+	for _, spec := range specs {
+		data, ct, err := render(src, spec, orient)
 		if err != nil {
 			return nil, err
 		}
@@ -235,43 +201,13 @@ func MakeAll(r io.Reader, specs []Spec, maxPixels int64) ([]Made, error) {
 	return out, nil
 }
 
-// decodeScale is the JPEG decoding scale (1, 2, 4 or 8) of a thumbnail of
-// spec of a sw x sh source, whose reduction before the last step is k (see
-// scale): never more than k, so the last step (Catmull-Rom) still reduces.
-// 1/8 whenever k allows it: no inverse DCT at all, most of the saving (the
-// Catmull-Rom from up to twice the size is cheap at thumbnail sizes).
-// Below, 1/2 or 1/4 only when it divides k: those still do the whole inverse
-// DCT, and the block averaging after them must then take the picture to the
-// same size as from a full decode, or the Catmull-Rom of the larger picture
-// costs more than the scaled decode saves (1200x0 of 12 MP: k = 3, at 1/2
-// the last step would start from 2000 x 1500 rather than 1333 x 1000).
-func decodeScale(sw, sh int, spec Spec, orient int) int {
-	_, _, rw, rh := sizes(sw, sh, turned(spec, orient))
-	k := min(sw/rw, sh/rh)
-	if k >= 8 {
-		return 8
-	}
-	for _, s := range []int{4, 2} {
-		if k%s == 0 {
-			return s
-		}
-	}
-	return 1
-}
-
-// turned is the box a thumbnail is scaled into before it is turned as the
-// EXIF orientation says (5 to 8 swap width and height).
-func turned(spec Spec, orient int) Spec {
+// render scales, turns and encodes one thumbnail of a decoded source.
+func render(src image.Image, spec Spec, orient int) ([]byte, string, error) {
+	box := spec
 	if orient >= 5 {
-		spec.W, spec.H = spec.H, spec.W
+		box.W, box.H = spec.H, spec.W
 	}
-	return spec
-}
-
-// render scales, turns and encodes one thumbnail of a decoded source whose
-// picture is sw x sh (src may be smaller: decoded at a reduced scale).
-func render(src image.Image, sw, sh int, spec Spec, orient int) ([]byte, string, error) {
-	out := orientate(scale(src, sw, sh, turned(spec, orient)), orient)
+	out := orientate(scale(src, box), orient)
 	var buf bytes.Buffer
 	if opaque(out) {
 		// Opaque NRGBA pixels are their own premultiplied RGBA: handing the
@@ -293,14 +229,21 @@ func render(src image.Image, sw, sh int, spec Spec, orient int) ([]byte, string,
 // times the averaging for no visible gain. A decoded JPEG (YCbCr, or gray) is
 // averaged plane by plane in its own samples, without converting 12 M pixels
 // to RGBA first; other images through imaging's box filter.
-//
-// The sizes are those of the sw x sh picture, whatever size src was decoded
-// at (a JPEG decoded at 1/8 has rounded-up sides: sizes from it could be a
-// pixel off).
-func scale(src image.Image, sw, sh int, s Spec) *image.NRGBA {
-	w, h, rw, rh := sizes(sw, sh, s)
+func scale(src image.Image, s Spec) *image.NRGBA {
 	b := src.Bounds()
-	if k := min(b.Dx()/rw, b.Dy()/rh); k >= 2 {
+	sw, sh := b.Dx(), b.Dy()
+	w, h := target(sw, sh, s)
+	// The size the picture is scaled to before cropping (fill): the side
+	// that fills its box decides, the other overflows and is cropped.
+	rw, rh := w, h
+	if !s.Fit && s.W > 0 && s.H > 0 {
+		if sw*h > sh*w { // wider than the box
+			rw, rh = max(1, sw*h/sh), h
+		} else {
+			rw, rh = w, max(1, sh*w/sw)
+		}
+	}
+	if k := min(sw/rw, sh/rh); k >= 2 {
 		switch img := src.(type) {
 		case *image.YCbCr:
 			src = shrinkYCbCr(img, k)
@@ -317,22 +260,6 @@ func scale(src image.Image, sw, sh int, s Spec) *image.NRGBA {
 		out = imaging.CropAnchor(out, w, h, imaging.Center)
 	}
 	return out
-}
-
-// sizes are the thumbnail's size (w x h) for a source of sw x sh, and the
-// size the picture is scaled to before cropping (rw x rh; when filling, the
-// side that fills its box decides, the other overflows and is cropped).
-func sizes(sw, sh int, s Spec) (w, h, rw, rh int) {
-	w, h = target(sw, sh, s)
-	rw, rh = w, h
-	if !s.Fit && s.W > 0 && s.H > 0 {
-		if sw*h > sh*w { // wider than the box
-			rw, rh = max(1, sw*h/sh), h
-		} else {
-			rw, rh = w, max(1, sh*w/sw)
-		}
-	}
-	return w, h, rw, rh
 }
 
 // target is the thumbnail's size for a source of sw x sh (see Spec).

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,18 +77,14 @@ func BenchmarkThumbnail(b *testing.B) {
 	b.Logf("source %d bytes (4000x3000), thumbnail %d bytes", photo.Info.Size, thumbBytes)
 
 	b.Run("first", func(b *testing.B) {
-		var cpu time.Duration
 		for b.Loop() {
 			b.StopTimer()
 			if err := os.Remove(key); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			start := cpuTime()
 			get(thumbPath)
-			cpu += cpuTime() - start
 		}
-		b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
 	})
 	// readyAfterUpload: from an upload's answer until every configured size
 	// is stored by the eager making (files.thumb_eager), one decode for all.
@@ -129,14 +124,4 @@ func BenchmarkThumbnail(b *testing.B) {
 			}
 		}
 	})
-}
-
-// cpuTime is the CPU time this process has used (user + system): per
-// request it is steadier than wall time on a shared machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
