@@ -448,11 +448,28 @@ func (s *Store) distanceSQL() string {
 		" + cos(radians(?)) * cos(radians(l.lat)) * power(sin(radians(l.lon - ?) / 2), 2))))", EarthRadiusKm, least)
 }
 
+// binder answers the parameters of a search run as a prepared statement
+// (db.Binder): on SQLite, for a search around a point, which the geo indexes
+// answer whatever the point (the plan does not need the values). Others, and
+// every search on PostgreSQL, keep bun's text with the values in it.
+func (s *Store) binder(sr Search) *db.Binder {
+	if s.pg || sr.Near == nil || sr.UpdatedSince != nil {
+		return nil
+	}
+	return &db.Binder{}
+}
+
 // where adds the conditions of f to q, all but the one of skip (facets). A
 // search never shows hidden (reported) listings; without a status filter it
 // shows active listings; sold and found are only the viewer's organisations'.
 func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
-	q.Where("l.hidden = ?", false)
+	s.whereBound(q, v, f, skip, nil)
+}
+
+// whereBound is where with its values as parameters of b (db.Binder; nil
+// writes them into the text).
+func (s *Store) whereBound(q *bun.SelectQuery, v Viewer, f Filter, skip facet, b *db.Binder) {
+	q.Where("l.hidden = ?", b.Arg(false))
 	orgs := v.Orgs
 	if len(orgs) == 0 {
 		// No organisation: an id no listing has keeps IN () valid SQL.
@@ -460,62 +477,62 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 	}
 	switch {
 	case skip == facetStatus:
-		q.Where("(l.status = ? OR (l.status IN (?) AND l.organisation_id IN (?)))", StatusActive, bun.List([]string{StatusSold, StatusFound}), bun.List(orgs))
+		q.Where("(l.status = ? OR (l.status IN (?) AND l.organisation_id IN (?)))", b.Arg(StatusActive), db.BindList(b, []string{StatusSold, StatusFound}), db.BindList(b, orgs))
 	case f.Status == FilterActiveSelling:
-		q.Where("l.status = ?", StatusActive).Where("l.type = ?", Selling)
+		q.Where("l.status = ?", b.Arg(StatusActive)).Where("l.type = ?", b.Arg(Selling))
 	case f.Status == FilterActiveBuying:
-		q.Where("l.status = ?", StatusActive).Where("l.type = ?", Buying)
+		q.Where("l.status = ?", b.Arg(StatusActive)).Where("l.type = ?", b.Arg(Buying))
 	case f.Status == StatusSold || f.Status == StatusFound:
-		q.Where("l.status = ?", f.Status).Where("l.organisation_id IN (?)", bun.List(orgs))
+		q.Where("l.status = ?", b.Arg(f.Status)).Where("l.organisation_id IN (?)", db.BindList(b, orgs))
 	case f.UpdatedSince != nil:
 		// Catch-up: every listing the caller may see, its organisations' own
 		// in any status (the org index), the others' while active.
-		q.Where("(l.status = ? OR l.organisation_id IN (?))", StatusActive, bun.List(orgs))
+		q.Where("(l.status = ? OR l.organisation_id IN (?))", b.Arg(StatusActive), db.BindList(b, orgs))
 	default:
-		q.Where("l.status = ?", StatusActive)
+		q.Where("l.status = ?", b.Arg(StatusActive))
 	}
 	if f.UpdatedSince != nil {
-		q.Where("l.updated_at > ?", f.UpdatedSince.UTC())
+		q.Where("l.updated_at > ?", b.Arg(f.UpdatedSince.UTC()))
 	}
 	if f.Kind != "" && skip != facetKind {
-		q.Where("l.kind = ?", f.Kind)
+		q.Where("l.kind = ?", b.Arg(f.Kind))
 	}
 	if len(f.Breeds) > 0 && skip != facetBreed {
-		q.Where("l.breed_type IN (?)", bun.List(f.Breeds))
+		q.Where("l.breed_type IN (?)", db.BindList(b, f.Breeds))
 	}
 	if len(f.Societies) > 0 && skip != facetSociety {
-		q.Where("l.breed_society IN (?)", bun.List(f.Societies))
+		q.Where("l.breed_society IN (?)", db.BindList(b, f.Societies))
 	}
 	if f.Sexes != "" && skip != facetSexes {
-		q.Where("l.sexes = ?", f.Sexes)
+		q.Where("l.sexes = ?", b.Arg(f.Sexes))
 	}
 	if f.AdditionalInfo != "" && skip != facetInfo {
-		q.Where("EXISTS (SELECT 1 FROM livestock_listing_info AS i WHERE i.listing_id = l.id AND i.value = ?)", f.AdditionalInfo)
+		q.Where("EXISTS (SELECT 1 FROM livestock_listing_info AS i WHERE i.listing_id = l.id AND i.value = ?)", b.Arg(f.AdditionalInfo))
 	}
 	// Age ranges overlap: the listing's oldest is not younger than minAge and
 	// its youngest not older than maxAge.
 	if f.MinAge != nil {
-		q.Where("l.max_age >= ?", *f.MinAge)
+		q.Where("l.max_age >= ?", b.Arg(*f.MinAge))
 	}
 	if f.MaxAge != nil {
-		q.Where("l.min_age <= ?", *f.MaxAge)
+		q.Where("l.min_age <= ?", b.Arg(*f.MaxAge))
 	}
 	if f.Wishlisted {
-		q.Where("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?)", v.UserID)
+		q.Where("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?)", b.Arg(v.UserID))
 	}
 	if p := f.Near; p != nil {
-		b := boundingBox(p.Lat, p.Lon, p.Km)
-		s.lonBandWhere(q, b)
-		q.Where("l.lat BETWEEN ? AND ?", b.MinLat, b.MaxLat)
+		bx := boundingBox(p.Lat, p.Lon, p.Km)
+		s.lonBandWhere(q, bx, b)
+		q.Where("l.lat BETWEEN ? AND ?", b.Arg(bx.MinLat), b.Arg(bx.MaxLat))
 		switch {
-		case b.AllLon:
+		case bx.AllLon:
 			q.Where("l.lon IS NOT NULL")
-		case b.WrapLon:
-			q.Where("(l.lon >= ? OR l.lon <= ?)", b.MinLon, b.MaxLon)
+		case bx.WrapLon:
+			q.Where("(l.lon >= ? OR l.lon <= ?)", b.Arg(bx.MinLon), b.Arg(bx.MaxLon))
 		default:
-			q.Where("l.lon BETWEEN ? AND ?", b.MinLon, b.MaxLon)
+			q.Where("l.lon BETWEEN ? AND ?", b.Arg(bx.MinLon), b.Arg(bx.MaxLon))
 		}
-		q.Where(s.distanceSQL()+" <= ?", p.Lat, p.Lat, p.Lon, p.Km)
+		q.Where(s.distanceSQL()+" <= ?", b.Arg(p.Lat), b.Arg(p.Lat), b.Arg(p.Lon), b.Arg(p.Km))
 	}
 }
 
@@ -523,8 +540,8 @@ func (s *Store) where(q *bun.SelectQuery, v Viewer, f Filter, skip facet) {
 // that the search indexes read one short latitude range per band: the bands
 // as a list (an equality the indexes seek once per band) while few, as a
 // range otherwise. A box around a pole adds nothing.
-func (s *Store) lonBandWhere(q *bun.SelectQuery, b box) {
-	ranges, ok := b.lonBands()
+func (s *Store) lonBandWhere(q *bun.SelectQuery, bx box, b *db.Binder) {
+	ranges, ok := bx.lonBands()
 	if !ok {
 		return
 	}
@@ -535,12 +552,12 @@ func (s *Store) lonBandWhere(q *bun.SelectQuery, b box) {
 		}
 	}
 	if len(bands) <= maxLonBands {
-		q.Where(lonBandSQL(s.pg)+" IN (?)", bun.List(bands))
+		q.Where(lonBandSQL(s.pg)+" IN (?)", db.BindList(b, bands))
 		return
 	}
 	q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 		for _, r := range ranges {
-			q.WhereOr(lonBandSQL(s.pg)+" BETWEEN ? AND ?", r[0], r[1])
+			q.WhereOr(lonBandSQL(s.pg)+" BETWEEN ? AND ?", b.Arg(r[0]), b.Arg(r[1]))
 		}
 		return q
 	})
@@ -548,24 +565,24 @@ func (s *Store) lonBandWhere(q *bun.SelectQuery, b box) {
 
 // selectListings selects whole listings with the caller's wishlist flag and,
 // around a point, the distance.
-func (s *Store) selectListings(rows *[]listingRow, v Viewer, sr Search) *bun.SelectQuery {
+func (s *Store) selectListings(rows *[]listingRow, v Viewer, sr Search, b *db.Binder) *bun.SelectQuery {
 	q := s.IDB.NewSelect().Model(rows).ColumnExpr("l.*").
-		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", v.UserID)
+		ColumnExpr("EXISTS (SELECT 1 FROM livestock_wishlist AS w WHERE w.listing_id = l.id AND w.user_id = ?) AS is_wishlisted", b.Arg(v.UserID))
 	if p := sr.Near; p != nil {
-		q.ColumnExpr(s.distanceSQL()+" AS distance_km", p.Lat, p.Lat, p.Lon)
+		q.ColumnExpr(s.distanceSQL()+" AS distance_km", b.Arg(p.Lat), b.Arg(p.Lat), b.Arg(p.Lon))
 	}
 	return q
 }
 
 // order sorts q by the search's sortBy, the id breaking ties.
-func (s *Store) order(q *bun.SelectQuery, sr Search) {
+func (s *Store) order(q *bun.SelectQuery, sr Search, b *db.Binder) {
 	dir := " ASC"
 	if sr.Page.SortDesc {
 		dir = " DESC"
 	}
 	switch sr.Page.SortBy {
 	case SortDistance:
-		q.OrderExpr(s.distanceSQL()+dir, sr.Near.Lat, sr.Near.Lat, sr.Near.Lon)
+		q.OrderExpr(s.distanceSQL()+dir, b.Arg(sr.Near.Lat), b.Arg(sr.Near.Lat), b.Arg(sr.Near.Lon))
 	case SortUpdated:
 		q.OrderExpr("l.updated_at" + dir)
 	case SortPrice:
@@ -583,14 +600,17 @@ func (s *Store) order(q *bun.SelectQuery, sr Search) {
 // then only the page's rows are read. Counting apart cost a second pass over
 // the box and a second statement to prepare, a third of the request.
 func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, int, error) {
+	b := s.binder(sr)
 	page := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id").ColumnExpr("count(*) OVER () AS total")
-	s.where(page, v, sr.Filter, noFacet)
-	s.order(page, sr)
+	s.whereBound(page, v, sr.Filter, noFacet, b)
+	s.order(page, sr, b)
 	page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
 	var rows []listingRow
-	q := s.selectListings(&rows, v, sr).ColumnExpr("p.total").Join("JOIN (?) AS p ON p.id = l.id", page)
-	s.order(q, sr)
-	if err := q.Scan(ctx); err != nil {
+	// b collects the values as bun writes the text, so in the order of its
+	// placeholders, whatever the order of the calls above.
+	q := s.selectListings(&rows, v, sr, b).ColumnExpr("p.total").Join("JOIN (?) AS p ON p.id = l.id", page)
+	s.order(q, sr, b)
+	if err := q.Conn(s.Prepared(b)).Scan(ctx); err != nil {
 		return nil, 0, err
 	}
 	if len(rows) == 0 {
@@ -624,9 +644,9 @@ func (s *Store) Count(ctx context.Context, v Viewer, f Filter) (int, error) {
 // (CSV exports of any size in constant memory).
 func (s *Store) Stream(ctx context.Context, v Viewer, sr Search, fn func(*Listing) error) error {
 	var none []listingRow
-	q := s.selectListings(&none, v, sr)
+	q := s.selectListings(&none, v, sr, nil)
 	s.where(q, v, sr.Filter, noFacet)
-	s.order(q, sr)
+	s.order(q, sr, nil)
 	rows, err := q.Rows(ctx)
 	if err != nil {
 		return err
