@@ -577,7 +577,7 @@ func randomHex(n int) string {
 const catchUpSpan = 30 * 24 * time.Hour
 
 // catchUp times catch-up requests (updatedSinceUTC, oldest change first)
-// through the engine, and prints the plan PostgreSQL chooses for one arm.
+// through the engine, and prints the plans PostgreSQL runs for them.
 func (b *bench) catchUp(ctx context.Context, bdb *bun.DB) error {
 	org := func(id string) auth.Principal {
 		return auth.Principal{UserID: "u-" + id, OrgID: id, Orgs: []string{id}}
@@ -633,14 +633,69 @@ func (b *bench) catchUp(ctx context.Context, bdb *bun.DB) error {
 		}
 		fmt.Printf("%-42s %9s %9s %9s %9s   (mean total %d)\n", sc.name, pct(0.5), pct(0.9), pct(0.99), times[len(times)-1].Round(10*time.Microsecond), totals/int64(len(times)))
 	}
-	var plan []string
-	since := time.Now().UTC().Add(-24 * time.Hour)
-	if err := bdb.NewRaw(`EXPLAIN SELECT id FROM logistics_loads WHERE organiser_id = ? AND updated_at > ? ORDER BY updated_at, id LIMIT 20`, "org-big", since).Scan(ctx, &plan); err != nil {
-		return err
-	}
-	fmt.Println("plan of the organiser arm of a catch-up page:")
-	for _, l := range plan {
-		fmt.Println("  " + l)
+	// The plans PostgreSQL runs for the statements of one request per party,
+	// as the store issues them (recorded on their way), with their execution
+	// times: what the database spends, apart from the scheduling of a busy
+	// machine that the wall times above include.
+	rec := &recorder{}
+	bdb.AddQueryHook(rec) //nolint:staticcheck // the running engine holds this *bun.DB: the hook must join it, not a copy
+	for _, c := range []struct {
+		name string
+		p    auth.Principal
+		q    string
+	}{
+		{"big organiser, last day", big, ago(24 * time.Hour)},
+		{"big organiser, last week, page 2", big, ago(7*24*time.Hour) + "&offset=20"},
+		{"carrier, last day", org(b.carrier(7)), ago(24 * time.Hour)},
+		{"driver, last week", auth.Principal{UserID: b.driver(7), OrgID: "org-" + b.driver(7)}, ago(7 * 24 * time.Hour)},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/logistics/v1/loads?"+c.q, nil)
+		req.Header.Set("Authorization", "Bearer "+b.token(c.p))
+		rec.start()
+		b.srv.Engine.ServeHTTP(httptest.NewRecorder(), req)
+		stmts := rec.stop()
+		fmt.Printf("plans of a catch-up (%s): %d statements\n", c.name, len(stmts))
+		for _, q := range stmts {
+			var plan []string
+			if err := bdb.NewRaw("EXPLAIN (ANALYZE, BUFFERS) "+q).Scan(ctx, &plan); err != nil {
+				return err
+			}
+			for _, l := range plan {
+				if strings.Contains(l, "Scan") || strings.Contains(l, "Execution Time") || strings.Contains(l, "Append") {
+					fmt.Println("  " + l)
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// recorder keeps the SELECT statements the database runs while on.
+type recorder struct {
+	mu    sync.Mutex
+	on    bool
+	stmts []string
+}
+
+func (r *recorder) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (r *recorder) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on && strings.HasPrefix(ev.Query, "SELECT") {
+		r.stmts = append(r.stmts, ev.Query)
+	}
+}
+
+func (r *recorder) start() {
+	r.mu.Lock()
+	r.on, r.stmts = true, nil
+	r.mu.Unlock()
+}
+
+func (r *recorder) stop() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on = false
+	return r.stmts
 }

@@ -149,7 +149,7 @@ func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 // fn registers with AfterCommit (on the ctx it receives) runs once the
 // transaction has committed.
 func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
-	h := &commitHooks{}
+	h := &commitHooks{db: db}
 	run := fn
 	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
 		// bun hands fn the context of its BEGIN query, whose span (with
@@ -196,6 +196,7 @@ type commitHooksKey struct{}
 
 // commitHooks are the functions waiting for one InTx transaction to commit.
 type commitHooks struct {
+	db  *bun.DB
 	mu  sync.Mutex
 	fns []func()
 }
@@ -208,6 +209,16 @@ func (h *commitHooks) run() {
 	for _, fn := range fns {
 		fn()
 	}
+}
+
+// TxDB answers the database of the InTx transaction that ctx belongs to (nil
+// outside one): what a commit hook tells apart when one process holds several
+// databases (tests run many servers at once).
+func TxDB(ctx context.Context) *bun.DB {
+	if h, ok := ctx.Value(commitHooksKey{}).(*commitHooks); ok {
+		return h.db
+	}
+	return nil
 }
 
 // AfterCommit runs fn once the InTx transaction that ctx belongs to has

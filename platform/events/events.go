@@ -95,7 +95,8 @@ func Append(ctx context.Context, idb bun.IDB, e Event) error {
 	if _, err := idb.NewInsert().Model(&audiences).Exec(ctx); err != nil {
 		return err
 	}
-	db.AfterCommit(ctx, func() { announce(rec.ID) })
+	bdb := db.TxDB(ctx)
+	db.AfterCommit(ctx, func() { announce(bdb, rec.ID) })
 	return nil
 }
 
@@ -152,9 +153,10 @@ func appendChunk(ctx context.Context, idb bun.IDB, es []Event) error {
 	if _, err := idb.NewInsert().Model(&rows).Exec(ctx); err != nil {
 		return err
 	}
+	bdb := db.TxDB(ctx)
 	db.AfterCommit(ctx, func() {
 		for _, id := range ids {
-			announce(id)
+			announce(bdb, id)
 		}
 	})
 	return nil
@@ -179,13 +181,19 @@ var hubs = struct {
 	set map[*Hub]struct{}
 }{set: map[*Hub]struct{}{}}
 
-// announce tells every replica, through each running hub's bus, that event id
-// was committed.
-func announce(id int64) {
+// announce tells every replica, through the bus of each hub running here over
+// the database of the commit (bdb; every hub when unknown), that event id was
+// committed. A process normally runs one hub. Tests run several servers in one
+// process: a hub over another database must not hear of this id (it would read
+// its own event of that id), and a hub over another pool of the same database
+// (another replica) hears of it over the bus, as it would in production.
+func announce(bdb *bun.DB, id int64) {
 	hubs.Lock()
 	list := make([]*Hub, 0, len(hubs.set))
 	for h := range hubs.set {
-		list = append(list, h)
+		if bdb == nil || h.db == bdb {
+			list = append(list, h)
+		}
 	}
 	hubs.Unlock()
 	for _, h := range list {

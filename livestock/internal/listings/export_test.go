@@ -3,6 +3,7 @@ package listings
 import (
 	"context"
 	"net/url"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -46,4 +47,38 @@ func (s *Service) CreateActive(ctx context.Context, l *Listing, match bool) (int
 		return err
 	})
 	return n, err
+}
+
+// MatchPhases is what matching one new listing cost, phase by phase.
+type MatchPhases struct {
+	Candidates, Matched, Alerts int
+	Candidate, Filter, Write    time.Duration
+}
+
+// CreateAndMatch stores an active listing, then matches it as the alerts
+// runner does (candidates and filter outside any write, the alerts with their
+// notifications and events in one transaction), timing each phase.
+func (s *Service) CreateAndMatch(ctx context.Context, l *Listing) (MatchPhases, error) {
+	var p MatchPhases
+	if err := s.store.InTx(ctx, func(ctx context.Context, tx *Store) error { return tx.Insert(ctx, l) }); err != nil {
+		return p, err
+	}
+	t0 := time.Now()
+	cands, err := s.store.SavedSearchCandidates(ctx, candidateKey(l), l.UserID)
+	if err != nil {
+		return p, err
+	}
+	t1 := time.Now()
+	matched, err := filterCandidates(ctx, s.store, l, cands)
+	if err != nil {
+		return p, err
+	}
+	t2 := time.Now()
+	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
+		p.Alerts, err = s.alert(ctx, tx, matched, l)
+		return err
+	})
+	p.Candidates, p.Matched = len(cands), len(matched)
+	p.Candidate, p.Filter, p.Write = t1.Sub(t0), t2.Sub(t1), time.Since(t2)
+	return p, err
 }

@@ -309,6 +309,15 @@ func (s *Service) alertNewlyActive(ctx context.Context, tx *Store, l *Listing) (
 // tested by the search's own filter on this one listing, in batches of one
 // statement. It only reads, so it runs outside a write.
 func (s *Service) matchNewlyActive(ctx context.Context, st *Store, l *Listing) ([]savedSearchRow, error) {
+	cands, err := st.SavedSearchCandidates(ctx, candidateKey(l), l.UserID)
+	if err != nil {
+		return nil, err
+	}
+	return filterCandidates(ctx, st, l, cands)
+}
+
+// candidateKey is what a listing finds its candidate searches by.
+func candidateKey(l *Listing) savedKey {
 	k := savedKey{Kind: string(l.Kind), Type: l.Type, Cells: []int{anyCell}}
 	if l.Location != nil {
 		k.Cells = append(k.Cells, cellOf(l.Location.Coordinates.Lat, l.Location.Coordinates.Lon))
@@ -316,10 +325,11 @@ func (s *Service) matchNewlyActive(ctx context.Context, st *Store, l *Listing) (
 	if l.Properties != nil {
 		k.Breed = l.Properties.searchable().Breed
 	}
-	cands, err := st.SavedSearchCandidates(ctx, k, l.UserID)
-	if err != nil {
-		return nil, err
-	}
+	return k
+}
+
+// filterCandidates answers the candidates whose own filter the listing passes.
+func filterCandidates(ctx context.Context, st *Store, l *Listing, cands []savedSearchRow) ([]savedSearchRow, error) {
 	var matched []savedSearchRow
 	for start := 0; start < len(cands); start += matchBatch {
 		batch := cands[start:min(start+matchBatch, len(cands))]
