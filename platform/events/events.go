@@ -96,7 +96,8 @@ func Append(ctx context.Context, idb bun.IDB, e Event) error {
 		return err
 	}
 	bdb := db.TxDB(ctx)
-	db.AfterCommit(ctx, func() { announce(bdb, rec.ID) })
+	ann := newAnnouncement(rec, names)
+	db.AfterCommit(ctx, func() { announce(bdb, ann) })
 	return nil
 }
 
@@ -140,12 +141,12 @@ func appendChunk(ctx context.Context, idb bun.IDB, es []Event) error {
 		return err
 	}
 	var rows []audienceRow
-	ids := make([]int64, len(recs))
+	anns := make([]announcement, len(recs))
 	for i, r := range recs {
 		if r.ID == 0 {
 			return errors.New("events: an inserted event has no id")
 		}
-		ids[i] = r.ID
+		anns[i] = newAnnouncement(r, audiences[i])
 		for _, a := range audiences[i] {
 			rows = append(rows, audienceRow{Audience: a, EventID: r.ID})
 		}
@@ -155,8 +156,8 @@ func appendChunk(ctx context.Context, idb bun.IDB, es []Event) error {
 	}
 	bdb := db.TxDB(ctx)
 	db.AfterCommit(ctx, func() {
-		for _, id := range ids {
-			announce(bdb, id)
+		for _, a := range anns {
+			announce(bdb, a)
 		}
 	})
 	return nil
@@ -187,7 +188,7 @@ var hubs = struct {
 // process: a hub over another database must not hear of this id (it would read
 // its own event of that id), and a hub over another pool of the same database
 // (another replica) hears of it over the bus, as it would in production.
-func announce(bdb *bun.DB, id int64) {
+func announce(bdb *bun.DB, a announcement) {
 	hubs.Lock()
 	list := make([]*Hub, 0, len(hubs.set))
 	for h := range hubs.set {
@@ -197,7 +198,7 @@ func announce(bdb *bun.DB, id int64) {
 	}
 	hubs.Unlock()
 	for _, h := range list {
-		h.publish(id)
+		h.publish(a)
 	}
 }
 

@@ -1,9 +1,11 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +70,7 @@ type Hub struct {
 	closed  bool
 	done    chan struct{} // closed by Close: every stream ends
 
-	ids  chan int64 // committed ids waiting for the fan-out
+	ids  chan announcement // committed events waiting for the fan-out
 	once sync.Once
 }
 
@@ -78,7 +80,7 @@ func NewHub(bdb *bun.DB, b bus.Bus, log logrus.FieldLogger, o Options) *Hub {
 	h := &Hub{
 		db: bdb, bus: b, log: log, opts: o,
 		byAud: map[string]map[*stream]struct{}{}, perUser: map[string]int{},
-		done: make(chan struct{}), ids: make(chan int64, 4096),
+		done: make(chan struct{}), ids: make(chan announcement, 4096),
 	}
 	b.Subscribe(topic, h.onBus)
 	return h
@@ -87,16 +89,53 @@ func NewHub(bdb *bun.DB, b bus.Bus, log logrus.FieldLogger, o Options) *Hub {
 // Options answers the hub's effective options.
 func (h *Hub) Options() Options { return h.opts }
 
+// announcement is what goes over the bus for a committed event: its id and,
+// when small enough, the event itself, so that each replica hands it to its
+// streams at once instead of reading it back from the database (a round trip
+// on the path of every event, and the slowest part of it when the database
+// is busy). A large event goes by id and is read.
 type announcement struct {
-	ID int64 `json:"id"`
+	ID        int64           `json:"id"`
+	Type      string          `json:"type,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Audiences []string        `json:"audiences,omitempty"`
+	CreatedAt time.Time       `json:"createdAt,omitzero"`
 }
 
-func (h *Hub) publish(id int64) {
-	payload, _ := json.Marshal(announcement{ID: id})
+// maxInline bounds the data and audiences an announcement carries (the
+// PostgreSQL bus's NOTIFY payload is under 8,000 bytes).
+const maxInline = 4000
+
+func newAnnouncement(r *Record, audiences []string) announcement {
+	size := len(r.Data) + len(r.Type)
+	for _, a := range audiences {
+		size += len(a) + 3
+	}
+	if size > maxInline || !json.Valid([]byte(r.Data)) {
+		return announcement{ID: r.ID}
+	}
+	return announcement{ID: r.ID, Type: r.Type, Data: json.RawMessage(r.Data), Audiences: audiences, CreatedAt: r.CreatedAt}
+}
+
+// records answers the event's rows, one per audience (as byIDs reads them),
+// or false when the announcement carries only the id.
+func (a announcement) records() ([]Record, bool) {
+	if a.Type == "" || len(a.Audiences) == 0 {
+		return nil, false
+	}
+	out := make([]Record, len(a.Audiences))
+	for i, aud := range a.Audiences {
+		out[i] = Record{ID: a.ID, Type: a.Type, Data: string(a.Data), CreatedAt: a.CreatedAt, Audience: aud}
+	}
+	return out, true
+}
+
+func (h *Hub) publish(a announcement) {
+	payload, _ := json.Marshal(a)
 	// The bus delivers to this replica's own subscription too.
 	if err := h.bus.Publish(context.Background(), topic, payload); err != nil {
 		h.log.WithError(err).Warn("events: announcing an event failed; streams get it on their next read of the log")
-		h.enqueue(id)
+		h.enqueue(a)
 	}
 }
 
@@ -105,14 +144,14 @@ func (h *Hub) onBus(_ context.Context, payload []byte) {
 	if err := json.Unmarshal(payload, &a); err != nil || a.ID <= 0 {
 		return
 	}
-	h.enqueue(a.ID)
+	h.enqueue(a)
 }
 
 // enqueue never blocks the bus: when the fan-out is this far behind, every
 // stream is told to read the log instead.
-func (h *Hub) enqueue(id int64) {
+func (h *Hub) enqueue(a announcement) {
 	select {
-	case h.ids <- id:
+	case h.ids <- a:
 	default:
 		h.kickAll()
 	}
@@ -136,7 +175,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	defer purge.Stop()
 	heartbeat := time.NewTicker(h.opts.Heartbeat)
 	defer heartbeat.Stop()
-	batch := make([]int64, 0, 256)
+	batch := make([]announcement, 0, 256)
 	for {
 		select {
 		case <-ctx.Done():
@@ -149,13 +188,13 @@ func (h *Hub) Run(ctx context.Context) error {
 			} else if n > 0 {
 				h.log.WithField("events", n).Debug("events: expired events purged")
 			}
-		case id := <-h.ids:
-			batch = append(batch[:0], id)
+		case a := <-h.ids:
+			batch = append(batch[:0], a)
 		drain:
 			for len(batch) < cap(batch) {
 				select {
-				case id := <-h.ids:
-					batch = append(batch, id)
+				case a := <-h.ids:
+					batch = append(batch, a)
 				default:
 					break drain
 				}
@@ -170,21 +209,35 @@ func (h *Hub) Purge(ctx context.Context) (int64, error) {
 	return purge(ctx, h.db, time.Now().Add(-h.opts.Retention))
 }
 
-// fanOut reads the announced events once and hands each to the streams of
-// its audiences.
-func (h *Hub) fanOut(ctx context.Context, ids []int64) {
+// fanOut hands each announced event to the streams of its audiences: those
+// the announcement carries at once, the others read once, in id order.
+func (h *Hub) fanOut(ctx context.Context, batch []announcement) {
 	h.mu.Lock()
 	idle := h.total == 0
 	h.mu.Unlock()
 	if idle {
 		return
 	}
-	recs, err := byIDs(ctx, h.db, ids)
-	if err != nil {
-		h.log.WithError(err).Warn("events: reading announced events failed; streams read the log instead")
-		h.kickAll()
-		return
+	var recs []Record
+	var ids []int64
+	for _, a := range batch {
+		if rs, ok := a.records(); ok {
+			recs = append(recs, rs...)
+		} else {
+			ids = append(ids, a.ID)
+		}
 	}
+	if len(ids) > 0 {
+		read, err := byIDs(ctx, h.db, ids)
+		if err != nil {
+			h.log.WithError(err).Warn("events: reading announced events failed; streams read the log instead")
+			h.kickAll()
+			return
+		}
+		recs = append(recs, read...)
+	}
+	// A stream writes ids in ascending order only.
+	slices.SortStableFunc(recs, func(x, y Record) int { return cmp.Compare(x.ID, y.ID) })
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range recs {

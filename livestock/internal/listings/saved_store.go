@@ -154,23 +154,48 @@ type savedTest struct {
 }
 
 // MatchingSearches answers the ids of the tests the listing passes, in one
-// statement: per test, the search's own WHERE (Store.where) on this
-// listing's row.
+// statement over the listing's one row: per test, the search's own WHERE
+// (Store.where) as one column of the select list. One plan for the row
+// instead of one sub-select per test keeps the statement cheap to plan: a
+// UNION ALL of 100 sub-selects cost PostgreSQL ~0.6 ms of planning per test,
+// most of a new listing's matching with 100,000 saved searches.
 func (s *Store) MatchingSearches(ctx context.Context, listingID string, tests []savedTest) ([]string, error) {
 	if len(tests) == 0 {
 		return nil, nil
 	}
-	parts := make([]string, len(tests))
-	args := make([]any, len(tests))
+	// where's conditions as bun renders them after this prefix, values
+	// inlined (safe: bun quotes them), to be used as one expression.
+	prefix := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("1").String() + " WHERE "
+	cols := make([]string, len(tests))
+	args := make([]any, 0, len(tests)+1)
 	for i, t := range tests {
-		q := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("? AS search_id", t.SearchID).Where("l.id = ?", listingID)
+		q := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("1")
 		s.where(q, t.Viewer, t.Filter, noFacet)
-		parts[i] = "?"
-		args[i] = q
+		cond, ok := strings.CutPrefix(q.String(), prefix)
+		if !ok {
+			return nil, fmt.Errorf("match saved searches: unexpected statement %.100s", q.String())
+		}
+		cols[i] = "?"
+		args = append(args, bun.Safe("CASE WHEN "+cond+" THEN 1 ELSE 0 END"))
+	}
+	args = append(args, listingID)
+	passed := make([]int, len(tests))
+	dest := make([]any, len(tests))
+	for i := range passed {
+		dest[i] = &passed[i]
+	}
+	err := s.IDB.NewRaw("SELECT "+strings.Join(cols, ", ")+" FROM livestock_listings AS l WHERE l.id = ?", args...).Scan(ctx, dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil // the listing is gone: it matches nothing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("match saved searches: %w", err)
 	}
 	var hits []string
-	if err := s.IDB.NewRaw(strings.Join(parts, " UNION ALL "), args...).Scan(ctx, &hits); err != nil {
-		return nil, fmt.Errorf("match saved searches: %w", err)
+	for i, ok := range passed {
+		if ok == 1 {
+			hits = append(hits, tests[i].SearchID)
+		}
 	}
 	return hits, nil
 }
