@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -158,6 +159,18 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 		// current instead, so both are children of the request.
 		run = func(txCtx context.Context, tx bun.Tx) error { return fn(trace.ContextWithSpan(txCtx, span), tx) }
 	}
+	cl, _ := ctx.Value(claimKey{}).(*Claim)
+	if cl != nil && !cl.Committed() {
+		inner := run
+		run = func(ctx context.Context, tx bun.Tx) error {
+			if err := cl.fn(ctx, tx); err != nil {
+				return err
+			}
+			return inner(ctx, tx)
+		}
+	} else {
+		cl = nil
+	}
 	leave, err := enterWrite(ctx, db)
 	if err != nil {
 		return err
@@ -167,9 +180,37 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 	if err != nil {
 		return err
 	}
+	if cl != nil {
+		cl.committed.Store(true)
+	}
 	h.run()
 	return nil
 }
+
+type claimKey struct{}
+
+// Claim is a write that commits with the first transaction a request opens
+// through InTx, at its start, or not at all: platform/idempotency's key row,
+// which so costs no commit of its own and is kept exactly when the change it
+// guards is. A transaction that rolls back takes the claim with it, and the
+// next InTx of the request makes it again.
+type Claim struct {
+	fn        func(ctx context.Context, tx bun.Tx) error
+	committed atomic.Bool
+}
+
+// WithClaim answers ctx carrying a claim: the transactions InTx opens on it
+// (or on a context derived from it) run fn first, until one of them commits.
+// An error from fn rolls that transaction back and is InTx's answer. The
+// claim is the request's own: transactions it opens one after another, as
+// any request does, make it once.
+func WithClaim(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) (context.Context, *Claim) {
+	cl := &Claim{fn: fn}
+	return context.WithValue(ctx, claimKey{}, cl), cl
+}
+
+// Committed tells whether a transaction made the claim and committed.
+func (c *Claim) Committed() bool { return c.committed.Load() }
 
 // Conn is what a store runs its queries on: the pool, or within InTx one
 // transaction. A store embeds it, so that the store owns its transactions and

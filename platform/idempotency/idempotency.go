@@ -25,9 +25,27 @@
 // runs again (no write operation of the API answers that way today; it is
 // counted in agritrade_idempotency_requests_total{outcome="not_kept"}).
 //
-// The limit of the scheme: the row and the handler's change are written in
-// separate transactions. If a replica dies after the change committed and
-// before the answer is kept, a retry after the lease runs the request again.
+// Routes whose writes all go through platform/db.InTx carry the marker InTx,
+// and their key is claimed differently: a prepared read first (a kept answer
+// is replayed, a 422 or 409 answered, as above), then the handler runs with a
+// db.Claim in its context, and the first transaction it opens inserts the
+// key's row "committed" at its start. The row so costs no commit of its own,
+// and it is kept exactly when the change is: a transaction that rolls back
+// takes it along (the retry runs again), and concurrent duplicates meet at
+// that insert (the primary key; on PostgreSQL the second waits for the first
+// to commit) and answer 409 or 422, rolling back. Only the answer is written
+// after the commit. A retry that finds a "committed" row without an answer
+// answers 409 with Retry-After: 1 while the lease since the claim runs (the
+// answer is being kept), and 409 without Retry-After after it: the replica
+// died between the commit and keeping the answer (or the answer, a 5xx or a
+// stream, could not be kept), and the change, made, is never made again. The
+// client looks up the result instead. A request that committed nothing keeps
+// its answer (a 4xx) in one insert.
+//
+// The limit of the scheme on routes without InTx: the row and the handler's
+// change are written in separate transactions. If a replica dies after the
+// change committed and before the answer is kept, a retry after the lease runs
+// the request again.
 package idempotency
 
 import (
@@ -39,11 +57,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
+	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/auth"
+	"github.com/agritrade/api/platform/db"
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -86,8 +109,10 @@ type Keeper struct {
 	o   Options
 	now func() time.Time
 
-	mu                     sync.Mutex
-	insertStmt, finishStmt *sql.Stmt
+	mu                                          sync.Mutex
+	insertStmt, finishStmt, claimStmt, heldStmt *sql.Stmt
+	// routes: method and route path -> whether the route carries InTx.
+	routes sync.Map
 }
 
 // New returns a keeper over the platform database.
@@ -216,16 +241,29 @@ func (k *Keeper) serve(c *gin.Context, sub, key string) {
 	c.Request.Body = io.NopCloser(s.reader())
 	hash := hex.EncodeToString(s.sum[:])
 	scope := scopeOf(sub, c.Request.Method, c.Request.URL.Path, key)
+	held := false
+	if k.claimsInTx(c) {
+		if held, err = k.held(ctx, scope); err != nil {
+			apierr.Render(c, err)
+			return
+		}
+		if !held {
+			k.runInTx(c, scope, hash)
+			return
+		}
+	}
 	owner := newOwner()
 	for attempt := 0; ; attempt++ {
 		now := k.now()
-		ok, err := k.insert(ctx, scope, hash, owner, now)
-		if err != nil {
-			apierr.Render(c, err) // the database's failures answer 503
-			return
-		}
-		if ok {
-			break
+		if !held || attempt > 0 {
+			ok, err := k.insert(ctx, scope, hash, owner, now)
+			if err != nil {
+				apierr.Render(c, err) // the database's failures answer 503
+				return
+			}
+			if ok {
+				break
+			}
 		}
 		r, err := k.get(ctx, scope)
 		if err != nil {
@@ -260,11 +298,12 @@ func (k *Keeper) serve(c *gin.Context, sub, key string) {
 			counted.reused.Inc()
 			apierr.Render(c, apierr.New(apierr.CodeIdempotencyKeyReused,
 				"this Idempotency-Key was used with another request; use a new key for a new request"))
-		case r.State == stateRunning:
+		case r.State == stateRunning, r.State == stateCommitted && !now.After(r.LeaseUntil):
 			counted.inFlight.Inc()
-			in := apierr.Conflict("a request with this Idempotency-Key is still running; retry after Retry-After")
-			in.RetryAfter = 1
-			apierr.Render(c, in)
+			apierr.Render(c, inFlight())
+		case r.State == stateCommitted:
+			counted.lost.Inc()
+			apierr.Render(c, answerLost())
 		default:
 			counted.replayed.Inc()
 			k.replay(c, r)
@@ -312,16 +351,84 @@ func (k *Keeper) run(c *gin.Context, scope, owner string) {
 		return
 	}
 	counted.kept.Inc()
+	h := keptHeader(rec)
+	if err := k.finish(ctx, scope, owner, status, h, rec.body); err != nil {
+		// The change is made; a retry after the lease would make it again.
+		k.o.Log.WithError(err).Error("idempotency: keeping the answer failed")
+	}
+}
+
+// runInTx serves a request of a route marked InTx whose key no row holds:
+// the handler runs at once, and the first transaction it opens claims the
+// key (claim) and commits it with the change. Only its answer is written
+// after, in a statement of its own.
+func (k *Keeper) runInTx(c *gin.Context, scope, hash string) {
+	owner := newOwner()
+	ctx, cl := db.WithClaim(c.Request.Context(), func(ctx context.Context, tx bun.Tx) error {
+		return k.claim(ctx, tx, scope, hash, owner)
+	})
+	c.Request = c.Request.WithContext(ctx)
+	rec := &recorder{ResponseWriter: c.Writer}
+	c.Writer = rec
+	// A panic leaves nothing to undo: before the claim commits there is no
+	// row, after it the change is made and the row stays without an answer.
+	defer func() { c.Writer = rec.ResponseWriter }()
+	c.Next()
+	apierr.RenderPending(c)
+	status := rec.Status()
+	keep := kept(status) && !rec.streamed && !rec.overflow
+	if !keep {
+		counted.notKept.Inc()
+		if cl.Committed() {
+			// The change is made: running it again would make it twice, so
+			// the row stays, and a retry answers 409 (answerLost).
+			k.o.Log.WithField("status", status).Warn("idempotency: the change of a keyed request committed but its answer cannot be kept")
+		}
+		return
+	}
+	counted.kept.Inc()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	h := keptHeader(rec)
+	if cl.Committed() {
+		if err := k.finish(ctx, scope, owner, status, h, rec.body); err != nil {
+			// The change is made; a retry answers 409 (answerLost), never runs it again.
+			k.o.Log.WithError(err).Error("idempotency: keeping the answer failed")
+		}
+		return
+	}
+	// Nothing was written (a 4xx, or a route that changed nothing): the
+	// answer is kept as it stands, unless a duplicate's change came first.
+	if err := k.keep(ctx, scope, hash, status, h, rec.body); err != nil {
+		k.o.Log.WithError(err).Warn("idempotency: keeping the answer failed")
+	}
+}
+
+// keptHeader is the part of the answer's header a replay repeats.
+func keptHeader(rec *recorder) http.Header {
 	h := http.Header{}
 	for _, name := range keptHeaders {
 		if v := rec.Header().Values(name); len(v) > 0 {
 			h[http.CanonicalHeaderKey(name)] = v
 		}
 	}
-	if err := k.finish(ctx, scope, owner, status, h, rec.body); err != nil {
-		// The change is made; a retry after the lease would make it again.
-		k.o.Log.WithError(err).Error("idempotency: keeping the answer failed")
-	}
+	return h
+}
+
+// inFlight is the 409 of a key whose request has not finished.
+func inFlight() error {
+	in := apierr.Conflict("a request with this Idempotency-Key is still running; retry after Retry-After")
+	in.RetryAfter = 1
+	return in
+}
+
+// answerLost is the 409 of a key whose change committed and whose answer was
+// never kept (its replica died in between, or the answer could not be kept):
+// running the request again would make the change twice, so it does not run,
+// and no Retry-After invites a retry that would answer the same.
+func answerLost() error {
+	return apierr.Conflict("the request with this Idempotency-Key was carried out, but its answer was lost; " +
+		"look its result up instead of sending it again")
 }
 
 // kept tells whether an answer of this status is kept (see the package doc).
@@ -395,10 +502,51 @@ func scopeOf(sub, method, path, key string) string {
 }
 
 // newOwner names one run of a request: only it may keep or release the row.
+// A random prefix drawn once per process (replicas differ) and a counter
+// make it unique without drawing random bytes per request.
 func newOwner() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return ownerPrefix + strconv.FormatUint(owners.Add(1), 36)
+}
+
+var (
+	ownerPrefix = func() string {
+		b := make([]byte, 9)
+		_, _ = rand.Read(b)
+		return hex.EncodeToString(b) + "-"
+	}()
+	owners atomic.Uint64
+)
+
+// InTx marks a route whose writes all happen in transactions opened with
+// platform/db.InTx on the request's context, one after another: put it in
+// the route's chain before the handler (g.POST(path, idempotency.InTx,
+// httpx.H(h.create))). The key of such a route is claimed inside the first
+// of those transactions and committed with the change: no commit of its own,
+// and a change is never made twice, even when the replica dies before
+// keeping its answer. A route that writes outside InTx (or through a context
+// not derived from the request's) must not carry it: its key is claimed
+// before the handler runs.
+func InTx(*gin.Context) {}
+
+// inTxName is InTx's name as gin lists the handlers of a route.
+var inTxName = runtime.FuncForPC(reflect.ValueOf(InTx).Pointer()).Name()
+
+// claimsInTx tells whether the request's route carries InTx; each route's
+// chain is looked at once.
+func (k *Keeper) claimsInTx(c *gin.Context) bool {
+	route := c.Request.Method + " " + c.FullPath()
+	if v, ok := k.routes.Load(route); ok {
+		return v.(bool)
+	}
+	in := false
+	for _, name := range c.HandlerNames() {
+		if name == inTxName {
+			in = true
+			break
+		}
+	}
+	k.routes.Store(route, in)
+	return in
 }
 
 // recorder passes the answer through and keeps a copy of it.
@@ -440,13 +588,13 @@ func (r *recorder) Flush() {
 
 var outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "agritrade_idempotency_requests_total",
-	Help: "Writes sent with an Idempotency-Key, by outcome: kept (ran, answer kept), not_kept (ran, answer not kept: 5xx, 401, 408, 429, streamed, too large, or a body that could not be read), replayed, reused (422), in_flight (409).",
+	Help: "Writes sent with an Idempotency-Key, by outcome: kept (ran, answer kept), not_kept (ran, answer not kept: 5xx, 401, 408, 429, streamed, too large, or a body that could not be read), replayed, reused (422), in_flight (409), answer_lost (409: the change committed, its answer was never kept).",
 }, []string{"outcome"})
 
 // counted are the outcomes' counters, looked up once.
-var counted = struct{ kept, notKept, replayed, reused, inFlight prometheus.Counter }{
+var counted = struct{ kept, notKept, replayed, reused, inFlight, lost prometheus.Counter }{
 	outcomes.WithLabelValues("kept"), outcomes.WithLabelValues("not_kept"), outcomes.WithLabelValues("replayed"),
-	outcomes.WithLabelValues("reused"), outcomes.WithLabelValues("in_flight"),
+	outcomes.WithLabelValues("reused"), outcomes.WithLabelValues("in_flight"), outcomes.WithLabelValues("answer_lost"),
 }
 
 // Collectors are the package's metrics.

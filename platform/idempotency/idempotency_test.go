@@ -20,6 +20,7 @@ import (
 	"github.com/agritrade/api/platform/app"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/config"
+	platformdb "github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/httpx"
 	"github.com/agritrade/api/platform/idempotency"
 	"github.com/agritrade/api/platform/module"
@@ -67,6 +68,39 @@ func (m *probe) Mount(r module.Routes) {
 		return nil
 	}
 	g.POST("/items", httpx.H(create))
+	// txitems writes in one transaction (db.InTx), so its route carries
+	// idempotency.InTx: the key is claimed in that transaction. A body
+	// {"invalid":true} fails before it (400), {"fail":true} rolls it back
+	// (500), {"panic":true} panics after it committed (the answer is lost).
+	g.POST("/txitems", idempotency.InTx, httpx.H(func(c *gin.Context) error {
+		m.calls.Add(1)
+		var in struct{ Invalid, Fail, Panic bool }
+		if err := c.ShouldBindJSON(&in); err != nil {
+			return err
+		}
+		if in.Invalid {
+			return httpxInvalid()
+		}
+		id := uuid.NewString()
+		err := platformdb.InTx(c.Request.Context(), m.db, func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.NewRaw("INSERT INTO probe_items (id, size) VALUES (?, ?)", id, 1).Exec(ctx); err != nil {
+				return err
+			}
+			if in.Fail {
+				return errors.New("boom after the insert")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if in.Panic {
+			panic("after the commit")
+		}
+		c.Header("Location", "/probe/v1/items/"+id)
+		c.JSON(http.StatusCreated, gin.H{"status": "success", "id": id})
+		return nil
+	}))
 	g.PUT("/items/:id", httpx.H(create))
 	g.POST("/slow", httpx.H(func(c *gin.Context) error {
 		m.started <- struct{}{}
@@ -471,4 +505,123 @@ func TestIdempotency_503_OutageReleasesOrLeasesTheKey(t *testing.T) {
 	if r.Status != http.StatusCreated {
 		t.Fatalf("after the lease: %d %s", r.Status, r.Body)
 	}
+}
+
+// TestIdempotency_201_InTxKeyCommitsWithTheChange: on a route marked InTx the
+// key's row is written in the change's own transaction; the replay, 422 and
+// kept-4xx rules are those of every route.
+func TestIdempotency_201_InTxKeyCommitsWithTheChange(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		first := post(s, ann, "/probe/v1/txitems", "tx-1", map[string]any{})
+		if first.Status != http.StatusCreated || first.Header.Get(idempotency.ReplayedHeader) != "" {
+			t.Fatalf("first: %d %s", first.Status, first.Body)
+		}
+		again := post(s, ann, "/probe/v1/txitems", "tx-1", map[string]any{})
+		if again.Status != http.StatusCreated || !bytes.Equal(again.Body, first.Body) || again.Header.Get(idempotency.ReplayedHeader) != "true" ||
+			again.Header.Get("Location") != first.Header.Get("Location") {
+			t.Fatalf("repeat: %d %v %s", again.Status, again.Header, again.Body)
+		}
+		if r := post(s, ann, "/probe/v1/txitems", "tx-1", map[string]any{"invalid": false}); r.Status != http.StatusUnprocessableEntity ||
+			r.Error(t).Code != "idempotency_key_reused" {
+			t.Fatalf("other body: %d %s", r.Status, r.Body)
+		}
+		// A 4xx before any transaction is kept as well.
+		a := post(s, ann, "/probe/v1/txitems", "tx-2", map[string]any{"invalid": true})
+		b := post(s, ann, "/probe/v1/txitems", "tx-2", map[string]any{"invalid": true})
+		if a.Status != http.StatusBadRequest || b.Status != a.Status || !bytes.Equal(a.Body, b.Body) || b.Header.Get(idempotency.ReplayedHeader) != "true" {
+			t.Fatalf("4xx: %d then %d (%v)", a.Status, b.Status, b.Header)
+		}
+		if n := m.count(t); n != 1 || m.calls.Load() != 2 || keptRows(t, db) != 2 {
+			t.Fatalf("%d rows, %d calls, %d kept; want 1, 2, 2", n, m.calls.Load(), keptRows(t, db))
+		}
+	})
+}
+
+// TestIdempotency_500_InTxRollbackKeepsNoKey: the change rolls back, and the
+// key's row with it; a retry runs again.
+func TestIdempotency_500_InTxRollbackKeepsNoKey(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		for i := 0; i < 2; i++ {
+			if r := post(s, ann, "/probe/v1/txitems", "tx-fail", map[string]any{"fail": true}); r.Status != http.StatusInternalServerError {
+				t.Fatalf("attempt %d: %d %s", i, r.Status, r.Body)
+			}
+			if n, kept := m.count(t), keptRows(t, db); n != 0 || kept != 0 {
+				t.Fatalf("after attempt %d: %d rows, %d kept; want 0, 0", i, n, kept)
+			}
+		}
+		if m.calls.Load() != 2 {
+			t.Fatalf("%d calls, want 2", m.calls.Load())
+		}
+	})
+}
+
+// TestIdempotency_409_InTxAnswerLostNeverRunsAgain: the change committed and
+// the answer was never kept (here a panic after the commit; a replica dying
+// there is the same): a retry answers 409, with Retry-After while the answer
+// may still come, without it once the lease has passed, and never runs the
+// change again.
+func TestIdempotency_409_InTxAnswerLostNeverRunsAgain(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, func(c *config.Config) { c.Idempotency.Lease = time.Second })
+		body := map[string]any{"panic": true}
+		if r := post(s, ann, "/probe/v1/txitems", "tx-lost", body); r.Status != http.StatusInternalServerError {
+			t.Fatalf("first: %d %s", r.Status, r.Body)
+		}
+		sentAt := time.Now()
+		r := post(s, ann, "/probe/v1/txitems", "tx-lost", body)
+		if r.Status != http.StatusConflict || r.Error(t).Code != "conflict" {
+			t.Fatalf("retry: %d %s", r.Status, r.Body)
+		}
+		if time.Since(sentAt) < time.Second && r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("retry within the lease without Retry-After: %v", r.Header)
+		}
+		for deadline := time.Now().Add(30 * time.Second); r.Header.Get("Retry-After") != ""; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the lost answer's key still answers Retry-After")
+			}
+			r = post(s, ann, "/probe/v1/txitems", "tx-lost", body)
+			if r.Status != http.StatusConflict {
+				t.Fatalf("retry: %d %s", r.Status, r.Body)
+			}
+		}
+		if !strings.Contains(r.Error(t).Message, "answer was lost") {
+			t.Fatalf("after the lease: %s", r.Body)
+		}
+		if n := m.count(t); n != 1 || m.calls.Load() != 1 {
+			t.Fatalf("%d rows, %d calls; want 1, 1 (the change is not made again)", n, m.calls.Load())
+		}
+	})
+}
+
+// TestIdempotency_InTxConcurrentDuplicatesRunOnce: duplicates that all pass
+// the first look (no row yet) meet at the claim in their transactions.
+func TestIdempotency_InTxConcurrentDuplicatesRunOnce(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		var wg sync.WaitGroup
+		statuses := make([]int, 16)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = post(s, ann, "/probe/v1/txitems", "tx-together", map[string]any{}).Status
+			}()
+		}
+		wg.Wait()
+		created := 0
+		for _, st := range statuses {
+			switch st {
+			case http.StatusCreated:
+				created++
+			case http.StatusConflict:
+			default:
+				t.Fatalf("statuses %v", statuses)
+			}
+		}
+		if n := m.count(t); n != 1 || created < 1 {
+			t.Fatalf("%d rows from 16 concurrent duplicates, want 1 (statuses %v)", n, statuses)
+		}
+	})
 }

@@ -8,13 +8,20 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agritrade/api/platform/apierr"
 	"github.com/uptrace/bun"
 )
 
 // The states of a key's row.
 const (
+	// stateRunning: claimed before the handler ran (a route without InTx);
+	// lease_until is renewed while it runs.
 	stateRunning = "running"
-	stateDone    = "done"
+	// stateCommitted: claimed in the transaction of the change (a route with
+	// InTx), so the change is made; the answer follows by lease_until, or it
+	// was lost.
+	stateCommitted = "committed"
+	stateDone      = "done"
 )
 
 // record is a row of platform_idempotency.
@@ -54,6 +61,71 @@ func (k *Keeper) insert(ctx context.Context, scope, hash, owner string, now time
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// held tells whether a row holds the scope, in one prepared read.
+func (k *Keeper) held(ctx context.Context, scope string) (bool, error) {
+	st, err := k.prepared(ctx, &k.heldStmt, `SELECT 1 FROM platform_idempotency WHERE scope = $1`)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	switch err := st.QueryRowContext(ctx, scope).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// claim inserts the scope's row in tx, the transaction of the change (InTx):
+// it commits with the change or not at all. A duplicate that claimed first
+// (its row committed, or on PostgreSQL still uncommitted: the insert waits
+// for it) makes this transaction fail with the 409 or 422 the row calls for.
+func (k *Keeper) claim(ctx context.Context, tx bun.Tx, scope, hash, owner string) error {
+	st, err := k.prepared(ctx, &k.claimStmt, `INSERT INTO platform_idempotency
+		(scope, request_hash, owner, state, status, header, body, lease_until, expires_at, created_at)
+		VALUES ($1, $2, $3, 'committed', 0, '', NULL, $4, $5, $6) ON CONFLICT (scope) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	now := k.now()
+	res, err := tx.Tx.StmtContext(ctx, st).ExecContext(ctx, scope, hash, owner, timeArg(now.Add(k.o.Lease)), timeArg(now.Add(k.o.TTL)), timeArg(now))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	var other string
+	if err := tx.NewSelect().Model((*record)(nil)).Column("request_hash").Where("scope = ?", scope).Scan(ctx, &other); err != nil {
+		return err
+	}
+	if other != hash {
+		counted.reused.Inc()
+		return apierr.New(apierr.CodeIdempotencyKeyReused,
+			"this Idempotency-Key was used with another request; use a new key for a new request")
+	}
+	counted.inFlight.Inc()
+	return inFlight()
+}
+
+// keep inserts the answer of a request that wrote nothing (InTx routes),
+// unless a duplicate's row came first.
+func (k *Keeper) keep(ctx context.Context, scope, hash string, status int, header http.Header, body []byte) error {
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	now := k.now()
+	r := &record{Scope: scope, RequestHash: hash, State: stateDone, Status: status, Header: string(h), Body: body,
+		LeaseUntil: now, ExpiresAt: now.Add(k.o.TTL), CreatedAt: now}
+	_, err = k.db.NewInsert().Model(r).On("CONFLICT (scope) DO NOTHING").Exec(ctx)
+	return err
 }
 
 // prepared answers the statement of query, prepared once per pool: the two

@@ -8,6 +8,7 @@ import (
 	"github.com/agritrade/api/livestock/internal/categories"
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/idempotency"
 	"github.com/gin-gonic/gin"
 )
 
@@ -31,7 +32,8 @@ func (f *Feature) Mount(g gin.IRouter) {
 	l := g.Group("/listings", auth.RequireAuth())
 	l.GET("", httpx.H(h.search))
 	for path, kind := range createPaths {
-		l.POST("/"+path, httpx.H(h.create(kind)))
+		// A create writes in one transaction: its Idempotency-Key is claimed in it.
+		l.POST("/"+path, idempotency.InTx, httpx.H(h.create(kind)))
 	}
 	l.GET("/:id", httpx.H(h.get))
 	l.PATCH("/:id", httpx.H(h.update))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agritrade/api/platform/auth"
 	"github.com/agritrade/api/platform/httpx"
+	"github.com/agritrade/api/platform/idempotency"
 	"github.com/gin-gonic/gin"
 )
 
@@ -25,8 +26,9 @@ func newHandler(svc *Service, maxItems int) *Handler {
 // mount binds the routes on the /loads group (authentication required).
 func (h *Handler) mount(g gin.IRouter) {
 	g.GET("", httpx.H(h.search))
-	g.POST("", httpx.H(h.createAsOrganiser))
-	g.POST("/carrier", httpx.H(h.createAsCarrier))
+	// The creates write in one transaction: their Idempotency-Key is claimed in it.
+	g.POST("", idempotency.InTx, httpx.H(h.createAsOrganiser))
+	g.POST("/carrier", idempotency.InTx, httpx.H(h.createAsCarrier))
 	g.GET("/by-ids", httpx.H(h.byIDs))
 	g.GET("/completed", httpx.H(h.completed))
 	g.POST("/send-to-driver", httpx.H(h.sendToDriver))
