@@ -27,6 +27,24 @@ type box struct {
 	WrapLon bool
 }
 
+// holds tells whether the point lies in the box: the very conditions the
+// search's WHERE puts on l.lat and l.lon (Store.where), so that matching can
+// leave out a saved search whose box excludes a listing without asking the
+// database (it would answer the same).
+func (b box) holds(lat, lon float64) bool {
+	if lat < b.MinLat || lat > b.MaxLat {
+		return false
+	}
+	switch {
+	case b.AllLon:
+		return true
+	case b.WrapLon:
+		return lon >= b.MinLon || lon <= b.MaxLon
+	default:
+		return lon >= b.MinLon && lon <= b.MaxLon
+	}
+}
+
 // boundingBox computes the rectangle around (lat, lon) with radius km, after
 // J. Matuschek, "Finding Points Within a Distance of a Latitude/Longitude Using
 // Bounding Coordinates": the longitude half-width at latitude φ for angular

@@ -333,7 +333,7 @@ func filterCandidates(ctx context.Context, st *Store, l *Listing, cands []savedS
 	var matched []savedSearchRow
 	for start := 0; start < len(cands); start += matchBatch {
 		batch := cands[start:min(start+matchBatch, len(cands))]
-		m, err := matching(ctx, st, l.ID, batch)
+		m, err := matching(ctx, st, l, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -344,7 +344,7 @@ func filterCandidates(ctx context.Context, st *Store, l *Listing, cands []savedS
 
 // matching answers which of the searches the listing matches: each search
 // parsed by the search's own parser, tested in one statement.
-func matching(ctx context.Context, st *Store, listingID string, cands []savedSearchRow) ([]savedSearchRow, error) {
+func matching(ctx context.Context, st *Store, l *Listing, cands []savedSearchRow) ([]savedSearchRow, error) {
 	tests := make([]savedTest, 0, len(cands))
 	byID := map[string]savedSearchRow{}
 	for _, c := range cands {
@@ -358,12 +358,20 @@ func matching(ctx context.Context, st *Store, listingID string, cands []savedSea
 			// accepts matches nothing rather than failing the listing.
 			continue
 		}
+		if p := sr.Filter.Near; p != nil {
+			// A search around a point matches only listings in its bounding box
+			// (the WHERE's first test of lat and lon): one outside it, or without
+			// a location, is left out here rather than tested by the database.
+			if l.Location == nil || !boundingBox(p.Lat, p.Lon, p.Km).holds(l.Location.Coordinates.Lat, l.Location.Coordinates.Lon) {
+				continue
+			}
+		}
 		var orgs []string
 		_ = json.Unmarshal([]byte(c.Orgs), &orgs)
 		tests = append(tests, savedTest{SearchID: c.ID, Viewer: Viewer{UserID: c.UserID, Orgs: orgs}, Filter: sr.Filter})
 		byID[c.ID] = c
 	}
-	hits, err := st.MatchingSearches(ctx, listingID, tests)
+	hits, err := st.MatchingSearches(ctx, l.ID, tests)
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func BenchmarkNewListingWithSavedSearches(b *testing.B) {
 				if alerts > 0 {
 					perAlert = (writeSum / time.Duration(alerts)).Round(time.Microsecond)
 				}
-				fmt.Printf("  %.1f candidates tested of %d searches, %.1f matched, %.1f alerts per listing; writing costs %s per alert\n",
+				fmt.Printf("  %.1f candidates from the index of %d searches, %.1f matched, %.1f alerts per listing; writing costs %s per alert\n",
 					float64(cands)/samples, n, float64(matched)/samples, float64(alerts)/samples, perAlert)
 				b.ReportMetric(float64(mean(match))/1e6, "ms-matching/listing")
 				b.ReportMetric(float64(perAlert)/1e6, "ms-write/alert")
