@@ -167,9 +167,34 @@ func (h *Handler) search(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	body, err := listingsJSON(list)
+	if err != nil {
+		return err
+	}
 	c.Header(httpx.HeaderTotalCount, strconv.Itoa(total))
-	c.JSON(http.StatusOK, list)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
 	return nil
+}
+
+// listingsJSON is the JSON array of a page, the bytes encoding/json writes for
+// it: each listing renders itself (MarshalJSON, through json.Marshal, so
+// already compact and HTML-escaped), joined as they are. encoding/json would
+// parse each listing's output again to check and compact it (5% of a search's
+// CPU in a profile).
+func listingsJSON(list []*Listing) ([]byte, error) {
+	buf := make([]byte, 0, 1024*len(list)+2)
+	buf = append(buf, '[')
+	for i, l := range list {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		b, err := l.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, b...)
+	}
+	return append(buf, ']'), nil
 }
 
 // csvHeader are the CSV columns of the search (openapi.yaml); lists are ";"-separated.

@@ -593,18 +593,50 @@ func (s *Store) order(q *bun.SelectQuery, sr Search, b *db.Binder) {
 	q.OrderExpr("l.id" + dir)
 }
 
+// searchPage selects the ids of a search's page, each with the number of
+// matches (total).
+//
+// With a binder (SQLite, around a point) the matches are a common table
+// expression, which SQLite materializes once since it is read twice: counted,
+// and sorted for the page. A window count(*) OVER () buffers every match in a
+// table of its own and deletes it again, on top of the sort (14% of a search's
+// CPU in a profile, against 18% less time for the statement this way). The
+// matches carry only the columns of the order, which the geo indexes hold for
+// the default order (newest first) and the distance.
+func (s *Store) searchPage(v Viewer, sr Search, b *db.Binder) *bun.SelectQuery {
+	if b == nil {
+		page := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id").ColumnExpr("count(*) OVER () AS total")
+		s.whereBound(page, v, sr.Filter, noFacet, nil)
+		s.order(page, sr, nil)
+		return page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
+	}
+	matches := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id")
+	switch sr.Page.SortBy {
+	case SortDistance:
+		matches.ColumnExpr("l.lat").ColumnExpr("l.lon")
+	case SortUpdated:
+		matches.ColumnExpr("l.updated_at")
+	case SortPrice:
+		matches.ColumnExpr("l.price_amount")
+	default:
+		matches.ColumnExpr("l.created_at")
+	}
+	s.whereBound(matches, v, sr.Filter, noFacet, b)
+	page := s.IDB.NewSelect().With("m", matches).TableExpr("m AS l").
+		ColumnExpr("l.id").ColumnExpr("(SELECT count(*) FROM m) AS total")
+	s.order(page, sr, b)
+	return page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
+}
+
 // Search answers a page of a search and the number of matches, in one
 // statement that reads the search index once: the ids of the page are chosen
 // from the index alone (filters, distance and the default order are all in the
-// search indexes), the count riding along as a window over the same matches,
-// then only the page's rows are read. Counting apart cost a second pass over
+// search indexes), the count riding along (searchPage), then only the page's
+// rows are read. Counting apart cost a second pass over
 // the box and a second statement to prepare, a third of the request.
 func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, int, error) {
 	b := s.binder(sr)
-	page := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id").ColumnExpr("count(*) OVER () AS total")
-	s.whereBound(page, v, sr.Filter, noFacet, b)
-	s.order(page, sr, b)
-	page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
+	page := s.searchPage(v, sr, b)
 	var rows []listingRow
 	// b collects the values as bun writes the text, so in the order of its
 	// placeholders, whatever the order of the calls above.
