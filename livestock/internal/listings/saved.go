@@ -358,7 +358,7 @@ func matching(ctx context.Context, st *Store, l *Listing, cands []savedSearchRow
 			// accepts matches nothing rather than failing the listing.
 			continue
 		}
-		if p := sr.Filter.Near; p != nil {
+		if p := sr.Near; p != nil {
 			// A search around a point matches only listings in its bounding box
 			// (the WHERE's first test of lat and lon): one outside it, or without
 			// a location, is left out here rather than tested by the database.
