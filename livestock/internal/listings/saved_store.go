@@ -139,7 +139,22 @@ func (s *Store) SavedSearchCandidates(ctx context.Context, k savedKey, notUserID
 		Where("c.type IN (?)", bun.List([]string{k.Type, anyKey})).
 		Where("c.breed IN (?)", bun.List([]string{k.Breed, anyKey})).
 		Where("c.cell IN (?)", bun.List(k.Cells))
-	if err := s.IDB.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", notUserID).Scan(ctx); err != nil {
+	q := s.IDB.NewSelect().Model(&cands).Where("s.id IN (?)", ids).Where("s.user_id <> ?", notUserID)
+	var err error
+	if s.pg {
+		// PostgreSQL would hash-join the candidates with a scan of every saved
+		// search (it prices a thousand key probes above one pass over 100,000
+		// rows, which then costs tens of ms). A LATERAL sub-select with a LIMIT
+		// is never flattened into a join: each candidate is one probe of the key.
+		one := s.IDB.NewSelect().Model((*savedSearchRow)(nil)).ColumnExpr("s.*").
+			Where("s.id = c.search_id").Where("s.user_id <> ?", notUserID).Limit(1)
+		err = s.IDB.NewSelect().ColumnExpr("s.*").
+			TableExpr("(SELECT DISTINCT c.search_id FROM (?) AS c) AS c", ids).
+			Join("CROSS JOIN LATERAL (?) AS s", one).Scan(ctx, &cands)
+	} else {
+		err = q.Scan(ctx)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("saved search candidates: %w", err)
 	}
 	return cands, nil
