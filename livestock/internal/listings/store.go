@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -499,6 +500,35 @@ func (s *Store) binder(sr Search) *db.Binder {
 	return &db.Binder{}
 }
 
+// withinSQL is the circle test of a bound search (SQLite): the haversine term h
+// of distanceSQL against withinBound, which is what 2R·asin(√min(1, h)) <= km
+// says without its asin, sqrt and min, and radians(x) of the row's values
+// spelled as SQLite computes it, x * (π/180), with the factor bound (degree).
+// Five math functions a row instead of eleven: they were an eighth of a
+// search's CPU, as each row of the box is tested.
+const withinSQL = "power(sin((l.lat - ?) * ? / 2), 2) + cos(radians(?)) * cos(l.lat * ?)" +
+	" * power(sin((l.lon - ?) * ? / 2), 2) <= ?"
+
+// degree is π/180 as SQLite's radians() computes it, a float64 division at
+// run time (a Go constant expression would be rounded once, from the exact
+// value, and could differ in the last bit).
+func degree() float64 {
+	pi, deg := math.Pi, 180.0
+	return pi / deg
+}
+
+// withinBound is the bound of the haversine term h for a radius: sin²(km/2R),
+// as asin(√h) <= km/2R; a radius of half the Earth's circumference or more
+// holds every point (h never exceeds 1, but for rounding).
+func withinBound(km float64) float64 {
+	a := km / (2 * EarthRadiusKm)
+	if a >= math.Pi/2 {
+		return 2
+	}
+	s := math.Sin(a)
+	return s * s
+}
+
 // where adds the conditions of f to q, all but the one of skip (facets). A
 // search never shows hidden (reported) listings; without a status filter it
 // shows active listings; sold and found are only the viewer's organisations'.
@@ -572,7 +602,12 @@ func (s *Store) whereBound(q *bun.SelectQuery, v Viewer, f Filter, skip facet, b
 		default:
 			q.Where("l.lon BETWEEN ? AND ?", b.Arg(bx.MinLon), b.Arg(bx.MaxLon))
 		}
-		q.Where(s.distanceSQL()+" <= ?", b.Arg(p.Lat), b.Arg(p.Lat), b.Arg(p.Lon), b.Arg(p.Km))
+		if b == nil {
+			q.Where(s.distanceSQL()+" <= ?", p.Lat, p.Lat, p.Lon, p.Km)
+		} else {
+			rad := degree()
+			q.Where(withinSQL, b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lon), b.Arg(rad), b.Arg(withinBound(p.Km)))
+		}
 	}
 }
 
