@@ -20,6 +20,64 @@ const copyBufferSize = 256 << 10
 // writerOnly hides os.File's ReadFrom, so that io.CopyBuffer uses the buffer.
 type writerOnly struct{ io.Writer }
 
+// syncEvery is how much of an upload is written between two background
+// syncs (syncingWriter).
+const syncEvery = 8 << 20
+
+// syncingWriter writes an upload to its file and, each time syncEvery more
+// bytes are written, starts an fsync of what is there so far in the
+// background (one at a time). The disk then takes the file while the rest
+// arrives, and the final Sync, which the record waits for, has only the
+// tail left to flush: durability is the same (nothing is recorded before
+// that Sync), the wait at the end is shorter. A background sync's error is
+// kept and answered by wait: on Linux an fsync error is reported once, so a
+// later Sync may not see it again. It hides os.File's ReadFrom, so that
+// io.CopyBuffer uses the buffer (or the body's WriteTo).
+type syncingWriter struct {
+	f       *os.File
+	pending int64
+	running chan struct{} // closed when the background sync ends; nil before the first
+	err     error         // the background syncs' first error, read after running is closed
+}
+
+func (w *syncingWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.pending += int64(n)
+	if w.pending >= syncEvery && w.idle() {
+		w.pending = 0
+		done := make(chan struct{})
+		w.running = done
+		go func() {
+			defer close(done)
+			if err := w.f.Sync(); err != nil && w.err == nil {
+				w.err = err
+			}
+		}()
+	}
+	return n, err
+}
+
+// idle tells that no background sync is running.
+func (w *syncingWriter) idle() bool {
+	if w.running == nil {
+		return true
+	}
+	select {
+	case <-w.running:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the background sync and answers the first error of any.
+func (w *syncingWriter) wait() error {
+	if w.running != nil {
+		<-w.running
+	}
+	return w.err
+}
+
 // Local keeps objects as files under a root directory.
 type Local struct {
 	root string
@@ -109,7 +167,12 @@ func (l *Local) Put(_ context.Context, key string, r io.Reader) (n int64, err er
 	// upload is alive, which is what keeps the sweeper off it (SweepAge).
 	// (os.File's ReadFrom did the same behind the bufio.Writer this
 	// replaces; this says so instead of relying on it.)
-	if n, err = io.CopyBuffer(writerOnly{f}, r, make([]byte, copyBufferSize)); err != nil {
+	w := &syncingWriter{f: f}
+	n, err = io.CopyBuffer(w, r, make([]byte, copyBufferSize))
+	if serr := w.wait(); err == nil {
+		err = serr
+	}
+	if err != nil {
 		return n, err
 	}
 	if err = f.Sync(); err != nil {
