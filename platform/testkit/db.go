@@ -20,6 +20,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // Dialect names a database engine the suites run on.
@@ -177,4 +178,37 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return strings.ToLower(hex.EncodeToString(b))
+}
+
+// SecondPool opens another connection pool on the database of bdb (closed
+// when the test ends): what a second replica holds. Servers on one *bun.DB
+// share the process's commit hooks; a replica on a pool of its own hears of
+// the other's commits only through the bus, as in production.
+func SecondPool(t testing.TB, bdb *bun.DB) *bun.DB {
+	t.Helper()
+	ctx := context.Background()
+	var dsn string
+	if bdb.Dialect().Name() == dialect.PG {
+		var name string
+		if err := bdb.QueryRowContext(ctx, "SELECT current_database()").Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		admin, _ := PostgresAdminDSN(t)
+		var err error
+		if dsn, err = withDatabase(admin, name); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		var file string
+		if err := bdb.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+			t.Fatal(err)
+		}
+		dsn = "sqlite://" + file
+	}
+	pool, err := db.Open(ctx, dsn, db.Options{MaxOpenConns: 10})
+	if err != nil {
+		t.Fatalf("open a second pool: %v", err)
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	return pool
 }
