@@ -96,9 +96,16 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// transaction (every index an INSERT touches) and sorter spills stay in
 	// memory; on disk they cost a pwrite per page, 14% of a listing create's
 	// CPU in a profile. journal_size_limit keeps the WAL file from staying at its
-	// largest size after a burst.
+	// largest size after a burst. wal_autocheckpoint(10000): the commit that
+	// takes the WAL past the mark copies its pages into the database and
+	// syncs both files; at SQLite's default of 1,000 pages that was every 20th
+	// listing create, and 20% of a create's CPU in a profile. At 10,000 pages
+	// (about 40 MB of WAL) a page rewritten by many commits is copied once for
+	// all of them and the syncs are ten times fewer. Durability is unchanged:
+	// a commit is in the WAL before it is acknowledged, whatever the
+	// checkpoints do.
 	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(ON)", "synchronous(NORMAL)",
-		"temp_store(MEMORY)", "journal_size_limit(200000000)"} {
+		"temp_store(MEMORY)", "journal_size_limit(200000000)", "wal_autocheckpoint(10000)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
