@@ -76,6 +76,45 @@ func boundingBox(lat, lon, km float64) box {
 	return b
 }
 
+// innerBox is a rectangle around (lat, lon) whose every point is within km
+// of it by a wide margin: its haversine term is at most 0.9 of the bound the
+// exact test compares with (withinBound), so a point in it passes that test
+// whatever the rounding, and a search can keep it without the trigonometry.
+// Half the bound goes to the latitude (|Δφ| ≤ a), half to the longitude at
+// the largest cos φ of the rectangle. false when there is none to use: a
+// circle reaching a pole or the antimeridian, or half the Earth.
+func innerBox(lat, lon, km float64) (box, bool) {
+	t := withinBound(km)
+	if t >= 1 || km <= 0 {
+		return box{}, false
+	}
+	rad := math.Pi / 180
+	half := 0.45 * t
+	a := 2 * math.Asin(math.Sqrt(half)) // |Δφ| ≤ a: sin²(Δφ/2) ≤ half
+	phi := lat * rad
+	lo, hi := phi-a, phi+a
+	if lo <= -math.Pi/2 || hi >= math.Pi/2 {
+		return box{}, false
+	}
+	maxCos := 1.0 // the equator is within
+	switch {
+	case lo > 0:
+		maxCos = math.Cos(lo)
+	case hi < 0:
+		maxCos = math.Cos(hi)
+	}
+	s := half / (math.Cos(phi) * maxCos)
+	if s >= 1 {
+		return box{}, false
+	}
+	b := 2 * math.Asin(math.Sqrt(s)) // |Δλ| ≤ b: cos φ0 cos φ sin²(Δλ/2) ≤ half
+	in := box{MinLat: lat - a/rad, MaxLat: lat + a/rad, MinLon: lon - b/rad, MaxLon: lon + b/rad}
+	if in.MinLon < -180 || in.MaxLon > 180 {
+		return box{}, false
+	}
+	return in, true
+}
+
 // The search indexes key the location on its longitude band,
 // lonBand(lon), ahead of the latitude (migrations 0007 and 0008): a circle's
 // box is then read as a few short latitude ranges, one per band it spans,

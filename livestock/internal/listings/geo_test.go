@@ -92,3 +92,46 @@ func TestHaversineKm(t *testing.T) {
 		}
 	}
 }
+
+// TestInnerBoxIsWithinTheCircle: every point of the inner rectangle, its
+// corners included, passes the exact test the search applies to the others
+// (random centres, poles and antimeridian included, radii 1 m to 10,000 km),
+// and the rectangle holds most of a small circle, or it would not spare much.
+func TestInnerBoxIsWithinTheCircle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	used := 0
+	for i := 0; i < 20000; i++ {
+		lat, lon := rng.Float64()*180-90, rng.Float64()*360-180
+		if i%10 == 0 {
+			lon = 179.5 + rng.Float64()*0.5
+		}
+		if i%15 == 0 {
+			lat = 89 + rng.Float64()
+		}
+		km := math.Pow(10, rng.Float64()*4)
+		in, ok := innerBox(lat, lon, km)
+		if !ok {
+			continue
+		}
+		used++
+		for j := 0; j < 24; j++ {
+			plat, plon := in.MinLat+rng.Float64()*(in.MaxLat-in.MinLat), in.MinLon+rng.Float64()*(in.MaxLon-in.MinLon)
+			switch j {
+			case 0, 1, 2, 3:
+				plat, plon = []float64{in.MinLat, in.MaxLat}[j%2], []float64{in.MinLon, in.MaxLon}[j/2]
+			}
+			if d := HaversineKm(lat, lon, plat, plon); d > km {
+				t.Fatalf("(%v, %v) in the inner box %+v of (%v, %v) is %v km away, beyond %v km", plat, plon, in, lat, lon, d, km)
+			}
+		}
+	}
+	if used < 10000 {
+		t.Fatalf("an inner box for only %d of 20000 circles", used)
+	}
+	// 50 km around York: the rectangle is a good part of the circle's box.
+	in, ok := innerBox(53.96, -1.08, 50)
+	outer := boundingBox(53.96, -1.08, 50)
+	if !ok || (in.MaxLat-in.MinLat)*(in.MaxLon-in.MinLon) < 0.4*(outer.MaxLat-outer.MinLat)*(outer.MaxLon-outer.MinLon) {
+		t.Fatalf("inner box %+v (%v) of the 50 km box %+v: too small to spare the trigonometry", in, ok, outer)
+	}
+}

@@ -606,7 +606,16 @@ func (s *Store) whereBound(q *bun.SelectQuery, v Viewer, f Filter, skip facet, b
 			q.Where(s.distanceSQL()+" <= ?", p.Lat, p.Lat, p.Lon, p.Km)
 		} else {
 			rad := degree()
-			q.Where(withinSQL, b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lon), b.Arg(rad), b.Arg(withinBound(p.Km)))
+			exact := []any{b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lon), b.Arg(rad), b.Arg(withinBound(p.Km))}
+			if in, ok := innerBox(p.Lat, p.Lon, p.Km); ok {
+				// Most of the circle is its inner rectangle: a point there is
+				// kept before the trigonometry (SQLite stops an OR at its
+				// first true term), the others take the exact test.
+				q.Where("((l.lat BETWEEN ? AND ? AND l.lon BETWEEN ? AND ?) OR "+withinSQL+")",
+					append([]any{b.Arg(in.MinLat), b.Arg(in.MaxLat), b.Arg(in.MinLon), b.Arg(in.MaxLon)}, exact...)...)
+			} else {
+				q.Where(withinSQL, exact...)
+			}
 		}
 	}
 }
