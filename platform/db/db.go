@@ -178,6 +178,17 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 	} else {
 		cl = nil
 	}
+	{
+		// What fn registered with BeforeCommit runs after fn, in the same
+		// transaction, as its last statements before the COMMIT.
+		inner := run
+		run = func(ctx context.Context, tx bun.Tx) error {
+			if err := inner(ctx, tx); err != nil {
+				return err
+			}
+			return h.runBefore(ctx)
+		}
+	}
 	leave, err := enterWrite(ctx, db)
 	if err != nil {
 		return err
@@ -242,11 +253,33 @@ func (c Conn) InTx(ctx context.Context, fn func(ctx context.Context, tx Conn) er
 
 type commitHooksKey struct{}
 
-// commitHooks are the functions waiting for one InTx transaction to commit.
+// commitHooks are the functions waiting for one InTx transaction to commit
+// (fns) or to be about to (before, with the keys already registered).
 type commitHooks struct {
-	db  *bun.DB
-	mu  sync.Mutex
-	fns []func()
+	db     *bun.DB
+	mu     sync.Mutex
+	fns    []func()
+	before []func(ctx context.Context) error
+	keys   map[any]bool
+}
+
+// runBefore runs the BeforeCommit functions in the order they were
+// registered, including those registered meanwhile; the first error is the
+// transaction's (it rolls back).
+func (h *commitHooks) runBefore(ctx context.Context) error {
+	for i := 0; ; i++ {
+		h.mu.Lock()
+		if i >= len(h.before) {
+			h.before = nil
+			h.mu.Unlock()
+			return nil
+		}
+		fn := h.before[i]
+		h.mu.Unlock()
+		if err := fn(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 func (h *commitHooks) run() {
@@ -281,4 +314,36 @@ func AfterCommit(ctx context.Context, fn func()) {
 		return
 	}
 	fn()
+}
+
+// BeforeCommit registers fn to run at the end of the InTx transaction that
+// ctx belongs to, after the function InTx was given has returned without
+// error and before the COMMIT; an error from fn rolls the transaction back
+// and is InTx's answer. It is the place for a write that must hold a lock for
+// as short a time as possible: a lock taken there is held for the last
+// statements and the COMMIT only, never while the rest of the change waits on
+// row locks (platform/events takes the lock that orders event ids there). A
+// non-nil key registers fn once per transaction: a later registration with
+// the same key is ignored (a lock taken once for several writes). Functions
+// run in the order of their registration, with the ctx of the transaction.
+// Outside InTx nothing is registered and BeforeCommit answers false: the
+// caller writes at once.
+func BeforeCommit(ctx context.Context, key any, fn func(ctx context.Context) error) bool {
+	h, ok := ctx.Value(commitHooksKey{}).(*commitHooks)
+	if !ok {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if key != nil {
+		if h.keys[key] {
+			return true
+		}
+		if h.keys == nil {
+			h.keys = map[any]bool{}
+		}
+		h.keys[key] = true
+	}
+	h.before = append(h.before, fn)
+	return true
 }

@@ -3,7 +3,8 @@
 //
 // A feature calls Append with the transaction of the change, so an event exists
 // exactly when its change does (the outbox's rule, and the same commit hook:
-// db.AfterCommit). Each event names its audiences: "user:<id>" or
+// db.AfterCommit). Ids are commit-ordered (inCommitOrder), which is what lets
+// a stream resume from "the last id sent". Each event names its audiences: "user:<id>" or
 // "org:<id>", the people who may see the object it is about; a stream listens to
 // its caller's user id and the organisations of its token. Once the transaction
 // commits, the ids of the new events go over the bus to every replica; each
@@ -68,17 +69,15 @@ type audienceRow struct {
 
 // Append writes the event in the caller's transaction (idb is the bun.Tx of
 // the change, inside db.InTx). Once it commits, every replica's streams of its
-// audiences receive it; a rollback leaves no trace.
+// audiences receive it; a rollback leaves no trace. Within db.InTx the row is
+// inserted at the end of the transaction (see inCommitOrder); its errors are
+// then InTx's.
 func Append(ctx context.Context, idb bun.IDB, e Event) error {
 	if strings.TrimSpace(e.Type) == "" {
 		return errors.New("events: type is required")
 	}
 	names := cleanAudiences(e.Audiences)
-	audiences := make([]audienceRow, len(names))
-	for i, a := range names {
-		audiences[i] = audienceRow{Audience: a}
-	}
-	if len(audiences) == 0 {
+	if len(names) == 0 {
 		return nil
 	}
 	data, err := json.Marshal(e.Data)
@@ -86,19 +85,19 @@ func Append(ctx context.Context, idb bun.IDB, e Event) error {
 		return fmt.Errorf("events: data of %s is not JSON: %w", e.Type, err)
 	}
 	rec := &Record{Type: e.Type, Data: string(data), CreatedAt: time.Now().UTC()}
-	if _, err := idb.NewInsert().Model(rec).Returning("id").Exec(ctx); err != nil {
-		return err
-	}
-	for i := range audiences {
-		audiences[i].EventID = rec.ID
-	}
-	if _, err := idb.NewInsert().Model(&audiences).Exec(ctx); err != nil {
-		return err
-	}
-	bdb := db.TxDB(ctx)
-	ann := newAnnouncement(rec, names)
-	db.AfterCommit(ctx, func() { announce(bdb, ann) })
-	return nil
+	return inCommitOrder(ctx, idb, func(ctx context.Context, idb bun.IDB) ([]announcement, error) {
+		if _, err := idb.NewInsert().Model(rec).Returning("id").Exec(ctx); err != nil {
+			return nil, err
+		}
+		audiences := make([]audienceRow, len(names))
+		for i, a := range names {
+			audiences[i] = audienceRow{Audience: a, EventID: rec.ID}
+		}
+		if _, err := idb.NewInsert().Model(&audiences).Exec(ctx); err != nil {
+			return nil, err
+		}
+		return []announcement{newAnnouncement(rec, names)}, nil
+	})
 }
 
 // AppendAll writes several events in the caller's transaction in a few
@@ -136,30 +135,99 @@ func appendChunk(ctx context.Context, idb bun.IDB, es []Event) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	// RETURNING fills each record's id in the order of the rows (both dialects).
-	if _, err := idb.NewInsert().Model(&recs).Returning("id").Exec(ctx); err != nil {
-		return err
-	}
-	var rows []audienceRow
-	anns := make([]announcement, len(recs))
-	for i, r := range recs {
-		if r.ID == 0 {
-			return errors.New("events: an inserted event has no id")
+	return inCommitOrder(ctx, idb, func(ctx context.Context, idb bun.IDB) ([]announcement, error) {
+		// RETURNING fills each record's id in the order of the rows (both dialects).
+		if _, err := idb.NewInsert().Model(&recs).Returning("id").Exec(ctx); err != nil {
+			return nil, err
 		}
-		anns[i] = newAnnouncement(r, audiences[i])
-		for _, a := range audiences[i] {
-			rows = append(rows, audienceRow{Audience: a, EventID: r.ID})
+		var rows []audienceRow
+		anns := make([]announcement, len(recs))
+		for i, r := range recs {
+			if r.ID == 0 {
+				return nil, errors.New("events: an inserted event has no id")
+			}
+			anns[i] = newAnnouncement(r, audiences[i])
+			for _, a := range audiences[i] {
+				rows = append(rows, audienceRow{Audience: a, EventID: r.ID})
+			}
 		}
-	}
-	if _, err := idb.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		if _, err := idb.NewInsert().Model(&rows).Exec(ctx); err != nil {
+			return nil, err
+		}
+		return anns, nil
+	})
+}
+
+// idOrderLock is the PostgreSQL advisory lock that makes event ids
+// commit-ordered: the bytes "agrievnt" (apart from the migration lock
+// "agrimigr" and the reference-data seed's "refda").
+const idOrderLock int64 = 0x6167726965766e74
+
+// idOrderLockKey registers the lock once per transaction (db.BeforeCommit).
+type idOrderLockKey struct{}
+
+// inCommitOrder runs write, the insert of event rows, so that event ids are
+// handed out in the order their transactions commit, and announces the
+// events once they have.
+//
+// Why: streams and replays read "the events after the last id sent". On
+// PostgreSQL ids come from a sequence when the row is inserted, and two
+// transactions may commit in the other order (T1 takes 10, T2 takes 11, T2
+// commits first): a stream that sent 11 would never send 10. So on
+// PostgreSQL the insert takes a transaction-level advisory lock first, and
+// within db.InTx both run as the transaction's last statements
+// (db.BeforeCommit): the lock is held for the insert and the COMMIT only (no
+// row lock of the change is taken while holding it, so it cannot deadlock),
+// and the transaction that takes the next id waits until the previous holder
+// has committed or rolled back, which PostgreSQL makes visible before it
+// releases the lock. A transaction with several events takes the lock once
+// (the key), before its first insert. On SQLite no lock is needed: writers
+// are one at a time (the write gate and SQLite's own write lock), so ids
+// already commit in order.
+//
+// Outside db.InTx (idb the pool, or a transaction of the caller's own), the
+// lock and the insert run in a transaction of their own (a savepoint within
+// the caller's), and the events are announced when it ends.
+func inCommitOrder(ctx context.Context, idb bun.IDB, write func(ctx context.Context, idb bun.IDB) ([]announcement, error)) error {
+	pg := db.IsPostgres(idb)
+	lock := func(ctx context.Context, idb bun.IDB) error {
+		if !pg {
+			return nil
+		}
+		_, err := idb.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", idOrderLock)
 		return err
 	}
 	bdb := db.TxDB(ctx)
-	db.AfterCommit(ctx, func() {
-		for _, a := range anns {
-			announce(bdb, a)
+	if db.BeforeCommit(ctx, idOrderLockKey{}, func(ctx context.Context) error { return lock(ctx, idb) }) {
+		db.BeforeCommit(ctx, nil, func(ctx context.Context) error {
+			anns, err := write(ctx, idb)
+			if err != nil {
+				return err
+			}
+			db.AfterCommit(ctx, func() {
+				for _, a := range anns {
+					announce(bdb, a)
+				}
+			})
+			return nil
+		})
+		return nil
+	}
+	var anns []announcement
+	err := idb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := lock(ctx, tx); err != nil {
+			return err
 		}
+		var err error
+		anns, err = write(ctx, tx)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	for _, a := range anns {
+		announce(bdb, a)
+	}
 	return nil
 }
 
