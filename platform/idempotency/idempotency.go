@@ -363,9 +363,14 @@ func (k *Keeper) run(c *gin.Context, scope, owner string) {
 // key (claim) and commits it with the change. Only its answer is written
 // after, in a statement of its own.
 func (k *Keeper) runInTx(c *gin.Context, scope, hash string) {
+	st, err := k.prepared(c.Request.Context(), &k.claimStmt, claimQuery)
+	if err != nil {
+		apierr.Render(c, err)
+		return
+	}
 	owner := newOwner()
 	ctx, cl := db.WithClaim(c.Request.Context(), func(ctx context.Context, tx bun.Tx) error {
-		return k.claim(ctx, tx, scope, hash, owner)
+		return k.claim(ctx, tx, st, scope, hash, owner)
 	})
 	c.Request = c.Request.WithContext(ctx)
 	rec := &recorder{ResponseWriter: c.Writer}

@@ -83,15 +83,14 @@ func (k *Keeper) held(ctx context.Context, scope string) (bool, error) {
 // it commits with the change or not at all. A duplicate that claimed first
 // (its row committed, or on PostgreSQL still uncommitted: the insert waits
 // for it) makes this transaction fail with the 409 or 422 the row calls for.
-func (k *Keeper) claim(ctx context.Context, tx bun.Tx, scope, hash, owner string) error {
-	st, err := k.prepared(ctx, &k.claimStmt, `INSERT INTO platform_idempotency
-		(scope, request_hash, owner, state, status, header, body, lease_until, expires_at, created_at)
-		VALUES ($1, $2, $3, 'committed', 0, '', NULL, $4, $5, $6) ON CONFLICT (scope) DO NOTHING`)
-	if err != nil {
-		return err
-	}
+//
+// st is claimQuery prepared on the pool before the handler ran: preparing it
+// here would wait for a free connection of the pool while this transaction
+// holds one, and with every connection held by a transaction at this point
+// (concurrent duplicates on PostgreSQL) none would ever come.
+func (k *Keeper) claim(ctx context.Context, tx bun.Tx, st *sql.Stmt, scope, hash, owner string) error {
 	now := k.now()
-	res, err := tx.Tx.StmtContext(ctx, st).ExecContext(ctx, scope, hash, owner, timeArg(now.Add(k.o.Lease)), timeArg(now.Add(k.o.TTL)), timeArg(now))
+	res, err := tx.StmtContext(ctx, st).ExecContext(ctx, scope, hash, owner, timeArg(now.Add(k.o.Lease)), timeArg(now.Add(k.o.TTL)), timeArg(now))
 	if err != nil {
 		return err
 	}
@@ -110,6 +109,10 @@ func (k *Keeper) claim(ctx context.Context, tx bun.Tx, scope, hash, owner string
 	counted.inFlight.Inc()
 	return inFlight()
 }
+
+const claimQuery = `INSERT INTO platform_idempotency
+	(scope, request_hash, owner, state, status, header, body, lease_until, expires_at, created_at)
+	VALUES ($1, $2, $3, 'committed', 0, '', NULL, $4, $5, $6) ON CONFLICT (scope) DO NOTHING`
 
 // keep inserts the answer of a request that wrote nothing (InTx routes),
 // unless a duplicate's row came first.
