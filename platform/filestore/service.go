@@ -312,11 +312,13 @@ func (u *uploadReader) Read(p []byte) (int, error) {
 const readAhead = 1 << 20
 
 // WriteTo is how the local store takes the body (io.CopyBuffer prefers it):
-// another goroutine reads the body ahead, a chunk at a time, while this one
-// hashes and writes the chunk before, so that on two cores the network reads
-// and the multipart parsing run alongside SHA-256 and the file writes
-// instead of taking turns with them, and each write is a whole chunk rather
-// than the few KiB a multipart part hands out at a time. A chunk is written
+// another goroutine reads the body ahead and hashes it, a chunk at a time,
+// while this one writes the chunk before, so that on two cores the network
+// reads, the multipart parsing and SHA-256 run alongside the file writes
+// instead of taking turns with them (the writes into the page cache cost
+// about what the reading and hashing cost together: the hash goes with the
+// reading), and each write is a whole chunk rather than the few KiB a
+// multipart part hands out at a time. A chunk is written
 // once full (or at the end): 1 MiB takes minutes on the slowest links, far
 // less than the sweeper's age for a file that is still being written. WriteTo
 // returns only once the reading goroutine has stopped, so the body is never
@@ -348,6 +350,7 @@ func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 				return
 			}
 			if n > 0 {
+				_, _ = u.hash.Write(buf[:n])
 				select {
 				case full <- buf[:n]:
 				case <-stop:
@@ -367,7 +370,6 @@ func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 	var werr error
 	for buf := range full {
 		if werr == nil {
-			_, _ = u.hash.Write(buf)
 			var n int
 			n, werr = w.Write(buf)
 			written += int64(n)
