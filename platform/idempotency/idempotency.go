@@ -34,7 +34,12 @@
 // takes it along (the retry runs again), and concurrent duplicates meet at
 // that insert (the primary key; on PostgreSQL the second waits for the first
 // to commit) and answer 409 or 422, rolling back. Only the answer is written
-// after the commit. A retry that finds a "committed" row without an answer
+// after the commit, and not by the request: it waits in memory (replayed from
+// there on this replica) and one transaction writes the answers of all the
+// requests of the last flushDelay (10 ms), where each had a commit of its own
+// (a commit, and the rewrite of the row's page, was a third of the key's
+// cost). Meanwhile another replica answers a repeat 409 with Retry-After: 1.
+// A retry that finds a "committed" row without an answer
 // answers 409 with Retry-After: 1 while the lease since the claim runs (the
 // answer is being kept), and 409 without Retry-After after it: the replica
 // died between the commit and keeping the answer (or the answer, a 5xx or a
@@ -113,7 +118,20 @@ type Keeper struct {
 	insertStmt, finishStmt, claimStmt, heldStmt *sql.Stmt
 	// routes: method and route path -> whether the route carries InTx.
 	routes sync.Map
+
+	// The answers of InTx requests waiting to be written (scope -> answer),
+	// and whether a flush is due.
+	amu     sync.Mutex
+	waits   map[string]*record
+	flushAt *time.Timer
 }
+
+// Answers of InTx requests are written together: flushDelay after the first
+// waits, or at once when flushMax wait.
+const (
+	flushDelay = 10 * time.Millisecond
+	flushMax   = 128
+)
 
 // New returns a keeper over the platform database.
 func New(db *bun.DB, o Options) *Keeper {
@@ -147,6 +165,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			k.flush() // the answers still waiting, before the process ends
 			return nil
 		case <-t.C:
 		}
@@ -243,6 +262,17 @@ func (k *Keeper) serve(c *gin.Context, sub, key string) {
 	scope := scopeOf(sub, c.Request.Method, c.Request.URL.Path, key)
 	held := false
 	if k.claimsInTx(c) {
+		if a := k.waiting(scope); a != nil {
+			// Its answer is not written yet: this replica has it.
+			if a.RequestHash != hash {
+				counted.reused.Inc()
+				apierr.Render(c, errReused())
+				return
+			}
+			counted.replayed.Inc()
+			k.replay(c, a)
+			return
+		}
 		if held, err = k.held(ctx, scope); err != nil {
 			apierr.Render(c, err)
 			return
@@ -296,8 +326,7 @@ func (k *Keeper) serve(c *gin.Context, sub, key string) {
 		switch {
 		case r.RequestHash != hash:
 			counted.reused.Inc()
-			apierr.Render(c, apierr.New(apierr.CodeIdempotencyKeyReused,
-				"this Idempotency-Key was used with another request; use a new key for a new request"))
+			apierr.Render(c, errReused())
 		case r.State == stateRunning, r.State == stateCommitted && !now.After(r.LeaseUntil):
 			counted.inFlight.Inc()
 			apierr.Render(c, inFlight())
@@ -392,16 +421,13 @@ func (k *Keeper) runInTx(c *gin.Context, scope, hash string) {
 		return
 	}
 	counted.kept.Inc()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	h := keptHeader(rec)
 	if cl.Committed() {
-		if err := k.finish(ctx, scope, owner, status, h, rec.body); err != nil {
-			// The change is made; a retry answers 409 (answerLost), never runs it again.
-			k.o.Log.WithError(err).Error("idempotency: keeping the answer failed")
-		}
+		k.queue(scope, owner, hash, status, h, rec.body)
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	// Nothing was written (a 4xx, or a route that changed nothing): the
 	// answer is kept as it stands, unless a duplicate's change came first.
 	if err := k.keep(ctx, scope, hash, status, h, rec.body); err != nil {
@@ -418,6 +444,12 @@ func keptHeader(rec *recorder) http.Header {
 		}
 	}
 	return h
+}
+
+// errReused is the 422 of a key sent again with another request.
+func errReused() error {
+	return apierr.New(apierr.CodeIdempotencyKeyReused,
+		"this Idempotency-Key was used with another request; use a new key for a new request")
 }
 
 // inFlight is the 409 of a key whose request has not finished.

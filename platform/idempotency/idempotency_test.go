@@ -535,6 +535,20 @@ func TestIdempotency_201_InTxKeyCommitsWithTheChange(t *testing.T) {
 		if n := m.count(t); n != 1 || m.calls.Load() != 2 || keptRows(t, db) != 2 {
 			t.Fatalf("%d rows, %d calls, %d kept; want 1, 2, 2", n, m.calls.Load(), keptRows(t, db))
 		}
+		// The answer of the change, replayed from the replica's memory until
+		// then, is written to its row for the other replicas.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			done, err := db.NewSelect().Table("platform_idempotency").Where("state = 'done' AND status = ?", first.Status).Count(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the answer of the change was never written to its row")
+			}
+		}
 	})
 }
 

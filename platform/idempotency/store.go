@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/apierr"
+	"github.com/agritrade/api/platform/db"
 	"github.com/uptrace/bun"
 )
 
@@ -201,14 +202,104 @@ func (k *Keeper) finish(ctx context.Context, scope, owner string, status int, he
 	if body == nil {
 		body = []byte{}
 	}
-	st, err := k.prepared(ctx, &k.finishStmt, `UPDATE platform_idempotency SET state = 'done', owner = '', status = $1, header = $2, body = $3
-		WHERE scope = $4 AND owner = $5`)
+	st, err := k.prepared(ctx, &k.finishStmt, finishQuery)
 	if err != nil {
 		return err
 	}
 	_, err = st.ExecContext(ctx, status, string(h), body, scope, owner)
 	return err
 }
+
+// queue hands the answer of an InTx request, whose row committed with its
+// change, to the next flush: one transaction writes the answers of every
+// request of the last flushDelay, where each had a commit of its own. The
+// answers waiting are replayed from here on this replica; another replica
+// meanwhile answers 409 with Retry-After: 1 (the row is "committed" within
+// its lease). A replica that dies first loses them: a retry answers 409 and
+// never runs the change again, as when it dies before the answer is written
+// at all.
+func (k *Keeper) queue(scope, owner, hash string, status int, header http.Header, body []byte) {
+	h, err := json.Marshal(header)
+	if err != nil {
+		k.o.Log.WithError(err).Error("idempotency: keeping the answer failed")
+		return
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	a := &record{Scope: scope, Owner: owner, RequestHash: hash, State: stateDone, Status: status, Header: string(h), Body: body}
+	k.amu.Lock()
+	defer k.amu.Unlock()
+	if k.waits == nil {
+		k.waits = map[string]*record{}
+	}
+	k.waits[scope] = a
+	switch {
+	case len(k.waits) >= flushMax:
+		go k.flush()
+	case k.flushAt == nil:
+		k.flushAt = time.AfterFunc(flushDelay, k.flush)
+	}
+}
+
+// waiting answers the answer of scope waiting to be written, or nil.
+func (k *Keeper) waiting(scope string) *record {
+	k.amu.Lock()
+	defer k.amu.Unlock()
+	return k.waits[scope]
+}
+
+// flush writes the answers waiting, in one transaction. They stay in waits
+// (replayed from there) until it has committed.
+func (k *Keeper) flush() {
+	k.amu.Lock()
+	if k.flushAt != nil {
+		k.flushAt.Stop()
+		k.flushAt = nil
+	}
+	batch := make([]*record, 0, len(k.waits))
+	for _, a := range k.waits {
+		batch = append(batch, a)
+	}
+	k.amu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := k.finishAll(ctx, batch)
+	if err != nil {
+		// The changes are made; retries answer 409 (answerLost), never run them again.
+		k.o.Log.WithError(err).WithField("answers", len(batch)).Error("idempotency: keeping the answers failed")
+	}
+	k.amu.Lock()
+	for _, a := range batch {
+		if k.waits[a.Scope] == a {
+			delete(k.waits, a.Scope)
+		}
+	}
+	k.amu.Unlock()
+}
+
+// finishAll keeps answers as finish does, in one transaction.
+func (k *Keeper) finishAll(ctx context.Context, batch []*record) error {
+	st, err := k.prepared(ctx, &k.finishStmt, finishQuery)
+	if err != nil {
+		return err
+	}
+	return db.InTx(ctx, k.db, func(ctx context.Context, tx bun.Tx) error {
+		s := tx.StmtContext(ctx, st)
+		for _, a := range batch {
+			if _, err := s.ExecContext(ctx, a.Status, a.Header, a.Body, a.Scope, a.Owner); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+const finishQuery = `UPDATE platform_idempotency SET state = 'done', owner = '', status = $1, header = $2, body = $3
+	WHERE scope = $4 AND owner = $5`
 
 // release deletes the row of a request whose answer is not kept, so that a
 // retry runs again.
