@@ -280,6 +280,16 @@ func byIDs(ctx context.Context, idb bun.IDB, ids []int64) ([]Record, error) {
 	return recs, err
 }
 
+// between reads the committed events with ids between after and before
+// (both exclusive) with their audiences (one row per audience), in id order.
+func between(ctx context.Context, idb bun.IDB, after, before int64) ([]Record, error) {
+	var recs []Record
+	err := idb.NewSelect().Model(&recs).ColumnExpr("e.*").ColumnExpr("a.audience").
+		Join("JOIN platform_event_audiences AS a ON a.event_id = e.id").
+		Where("e.id > ?", after).Where("e.id < ?", before).OrderExpr("e.id").Scan(ctx)
+	return recs, err
+}
+
 // since reads up to limit events of the audiences after id (exclusive) and
 // not older than notBefore, each once, in id order.
 func since(ctx context.Context, idb bun.IDB, audiences []string, after int64, notBefore time.Time, limit int64) ([]Record, error) {

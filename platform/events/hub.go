@@ -72,6 +72,12 @@ type Hub struct {
 
 	ids  chan announcement // committed events waiting for the fan-out
 	once sync.Once
+
+	// seen is the highest id announced so far (0: none yet) and filled the
+	// ids above an earlier seen that fanOut read from the log, whose own
+	// announcements are still to come; both belong to Run's goroutine.
+	seen   int64
+	filled map[int64]struct{}
 }
 
 // NewHub makes the hub over the database and the bus; Run starts it.
@@ -209,23 +215,76 @@ func (h *Hub) Purge(ctx context.Context) (int64, error) {
 	return purge(ctx, h.db, time.Now().Add(-h.opts.Retention))
 }
 
+// maxGap bounds the ids fanOut reads from the log for one gap in the
+// announcements; a wider gap (the bus lost announcements) makes every stream
+// read the log instead.
+const maxGap = 1000
+
 // fanOut hands each announced event to the streams of its audiences: those
 // the announcement carries at once, the others read once, in id order.
+//
+// Announcements may arrive out of id order: transactions of this replica
+// announce after their commits, side by side, and those of other replicas
+// come over the bus. A stream sends only ids above the last it sent (what
+// lets it resume from the log with "id > last"), so an event announced after
+// a higher one would never be sent. Event ids are commit-ordered
+// (inCommitOrder): once id N is announced, every lower id is committed or
+// never will be. So an announced id above the next one expected reveals a
+// gap, which is read from the log here, once per gap for all the streams,
+// and handed out before it; its own late announcement is then skipped
+// (filled). A gap that cannot be read, or is too wide, hands out nothing of
+// the batch and makes every stream read the log from its last id instead:
+// sending the ids above the gap first would move the streams past it.
 func (h *Hub) fanOut(ctx context.Context, batch []announcement) {
 	h.mu.Lock()
 	idle := h.total == 0
 	h.mu.Unlock()
-	if idle {
-		return
-	}
+	slices.SortFunc(batch, func(x, y announcement) int { return cmp.Compare(x.ID, y.ID) })
 	var recs []Record
 	var ids []int64
+	readLog := false
 	for _, a := range batch {
+		if _, ok := h.filled[a.ID]; ok {
+			delete(h.filled, a.ID) // handed out from the log already
+			continue
+		}
+		if a.ID > h.seen {
+			// At the first announcement (seen 0) nothing is known to be
+			// missing: a stream opened before it started from the log.
+			if h.seen > 0 && a.ID > h.seen+1 && !idle && !readLog {
+				if a.ID-h.seen-1 > maxGap {
+					readLog = true
+				} else if gap, err := between(ctx, h.db, h.seen, a.ID); err != nil {
+					h.log.WithError(err).Warn("events: reading events announced out of order failed; streams read the log instead")
+					readLog = true
+				} else {
+					if h.filled == nil || len(h.filled) > 4*maxGap {
+						// Ids never announced (a lost announcement) would
+						// stay: start afresh now and then; an id filled and
+						// announced again reaches the streams twice and each
+						// sends it once.
+						h.filled = map[int64]struct{}{}
+					}
+					for _, r := range gap {
+						h.filled[r.ID] = struct{}{}
+					}
+					recs = append(recs, gap...)
+				}
+			}
+			h.seen = a.ID
+		}
+		if idle || readLog {
+			continue
+		}
 		if rs, ok := a.records(); ok {
 			recs = append(recs, rs...)
 		} else {
 			ids = append(ids, a.ID)
 		}
+	}
+	if readLog {
+		h.kickAll()
+		return
 	}
 	if len(ids) > 0 {
 		read, err := byIDs(ctx, h.db, ids)
