@@ -260,3 +260,57 @@ func TestConn_InTx(t *testing.T) {
 		}
 	})
 }
+
+// TestBeforeCommit: what a transaction registers runs after its function, in
+// the transaction, in order (a key once); an error from it rolls everything
+// back and is InTx's answer; outside InTx nothing is registered.
+func TestBeforeCommit(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		ctx := context.Background()
+		if _, err := bdb.ExecContext(ctx, "CREATE TABLE steps (n INT NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		insert := func(tx bun.Tx, n int) func(ctx context.Context) error {
+			return func(ctx context.Context) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO steps (n) VALUES (?)", n)
+				return err
+			}
+		}
+		type key struct{}
+		err := db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			if !db.BeforeCommit(ctx, key{}, insert(tx, 1)) || !db.BeforeCommit(ctx, key{}, insert(tx, 99)) ||
+				!db.BeforeCommit(ctx, nil, insert(tx, 3)) {
+				t.Error("BeforeCommit answered false inside InTx")
+			}
+			// Registered before, run after what the function itself writes.
+			_, err := tx.ExecContext(ctx, "INSERT INTO steps (n) VALUES (0)")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		if err := bdb.NewSelect().Table("steps").Column("n").Scan(ctx, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 || got[0] != 0 || got[1] != 1 || got[2] != 3 {
+			t.Fatalf("steps %v, want [0 1 3]", got)
+		}
+
+		failed := errors.New("refused at commit")
+		err = db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			db.BeforeCommit(ctx, nil, func(context.Context) error { return failed })
+			_, err := tx.ExecContext(ctx, "INSERT INTO steps (n) VALUES (7)")
+			return err
+		})
+		if !errors.Is(err, failed) {
+			t.Fatalf("InTx answered %v, want the before-commit error", err)
+		}
+		if n, _ := bdb.NewSelect().Table("steps").Where("n = 7").Count(ctx); n != 0 {
+			t.Fatal("the write of a transaction whose before-commit step failed was kept")
+		}
+		if db.BeforeCommit(ctx, nil, func(context.Context) error { return nil }) {
+			t.Fatal("BeforeCommit answered true outside InTx")
+		}
+	})
+}
