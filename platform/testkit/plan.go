@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agritrade/api/platform/logging"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 )
@@ -34,8 +35,14 @@ func (r *QueryRecorder) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) cont
 	return ctx
 }
 
-// AfterQuery implements bun.QueryHook.
-func (r *QueryRecorder) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+// AfterQuery implements bun.QueryHook. Only a request's statements are
+// recorded (a request id in their context): the server's background runners
+// (the alerts queue's poll, the outbox) query the same database on their own
+// clock, and a poll falling inside a recording is not the statement under test.
+func (r *QueryRecorder) AfterQuery(ctx context.Context, ev *bun.QueryEvent) {
+	if logging.RequestID(ctx) == "" {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.on {
@@ -43,7 +50,9 @@ func (r *QueryRecorder) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 	}
 }
 
-// Record runs fn and answers the SELECT statements the database ran meanwhile.
+// Record runs fn and answers the SELECT statements requests ran meanwhile
+// (a caller that runs a service itself gives its context a request id:
+// logging.WithRequestID).
 func (r *QueryRecorder) Record(fn func()) []string {
 	r.mu.Lock()
 	r.on, r.queries = true, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agritrade/api/livestock/internal/listings"
+	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/testkit"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -23,8 +24,8 @@ import (
 // every search.
 func TestSavedSearchCandidatesReadTheIndex(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
-		newServer(t, db) // migrates
-		ctx := context.Background()
+		newServer(t, db)                                                      // migrates
+		ctx := logging.WithRequestID(context.Background(), "saved-plan-test") // recorded as a request's statements
 		rng := rand.New(rand.NewPCG(7, 8))
 		n := 20000
 		owners, queries := make([]string, n), make([]url.Values, n)

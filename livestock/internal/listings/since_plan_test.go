@@ -88,6 +88,9 @@ func TestUpdatedSinceReadsSinceIndexes(t *testing.T) {
 					if total == 0 {
 						t.Fatal("the catch-up found nothing: the plan would not show the page's reads")
 					}
+					if len(queries) == 0 {
+						t.Fatal("no statement recorded")
+					}
 					for _, stmt := range queries {
 						if !strings.Contains(stmt, `"livestock_listings"`) {
 							t.Fatalf("unexpected statement: %s", stmt)
