@@ -207,7 +207,9 @@ func (c Conn) ExecPrepared(ctx context.Context, query string, args ...any) (sql.
 	return st.ExecContext(ctx, args...)
 }
 
-// SQLiteTime is t as bun writes a time into SQLite: UTC text that compares
-// and sorts as the time does. Arguments of ExecPrepared use it, so that their
-// rows read, compare and sort with those bun wrote.
-func SQLiteTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999-07:00") }
+// TimeArg is t as bun writes a time: UTC text with microseconds. A statement
+// that binds its own arguments (ExecPrepared, the idempotency keeper) passes
+// times through it, so that on SQLite, where times are text, its rows read,
+// compare and sort with those bun wrote; PostgreSQL reads it as the same
+// timestamptz.
+func TimeArg(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999-07:00") }

@@ -56,7 +56,7 @@ func (k *Keeper) insert(ctx context.Context, scope, hash, owner string, now time
 	if err != nil {
 		return false, err
 	}
-	res, err := st.ExecContext(ctx, scope, hash, owner, timeArg(now.Add(k.o.Lease)), timeArg(now.Add(k.o.TTL)), timeArg(now))
+	res, err := st.ExecContext(ctx, scope, hash, owner, db.TimeArg(now.Add(k.o.Lease)), db.TimeArg(now.Add(k.o.TTL)), db.TimeArg(now))
 	if err != nil {
 		return false, err
 	}
@@ -91,7 +91,7 @@ func (k *Keeper) held(ctx context.Context, scope string) (bool, error) {
 // (concurrent duplicates on PostgreSQL) none would ever come.
 func (k *Keeper) claim(ctx context.Context, tx bun.Tx, st *sql.Stmt, scope, hash, owner string) error {
 	now := k.now()
-	res, err := tx.StmtContext(ctx, st).ExecContext(ctx, scope, hash, owner, timeArg(now.Add(k.o.Lease)), timeArg(now.Add(k.o.TTL)), timeArg(now))
+	res, err := tx.StmtContext(ctx, st).ExecContext(ctx, scope, hash, owner, db.TimeArg(now.Add(k.o.Lease)), db.TimeArg(now.Add(k.o.TTL)), db.TimeArg(now))
 	if err != nil {
 		return err
 	}
@@ -149,10 +149,6 @@ func (k *Keeper) prepared(ctx context.Context, slot **sql.Stmt, query string) (*
 	*slot = st
 	return st, nil
 }
-
-// timeArg is a time as bun writes it (UTC, microseconds), so that rows
-// written here and through bun compare alike on SQLite, where times are text.
-func timeArg(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999-07:00") }
 
 // get reads the scope's row; nil when there is none.
 func (k *Keeper) get(ctx context.Context, scope string) (*record, error) {

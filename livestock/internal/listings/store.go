@@ -243,7 +243,7 @@ func insertArgs(r *listingRow) []any {
 		nullable(r.Lat), nullable(r.Lon),
 		r.PriceType, r.PriceAmount, r.PriceCurrency, r.Hidden, r.CategoryIDs, nullable(r.Location),
 		r.Price, r.Files, r.Description, r.Tags, nullable(r.Properties),
-		db.SQLiteTime(r.CreatedAt), db.SQLiteTime(r.UpdatedAt), nullableTime(r.ClosedAt),
+		db.TimeArg(r.CreatedAt), db.TimeArg(r.UpdatedAt), nullableTime(r.ClosedAt),
 	}
 }
 
@@ -258,7 +258,7 @@ func nullableTime(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
-	return db.SQLiteTime(*t)
+	return db.TimeArg(*t)
 }
 
 func insertInfos(ctx context.Context, tx bun.IDB, infos []infoRow) error {
