@@ -60,7 +60,19 @@ func Open(ctx context.Context, dsn string, o Options) (*bun.DB, error) {
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
+	for {
+		err = db.PingContext(pingCtx)
+		// Replicas start in any number at once. On a new SQLite file the
+		// first connection of each switches it to WAL, and a switch that
+		// meets another process's can answer SQLITE_BUSY at once, without
+		// the busy handler (SQLite's deadlock avoidance): try again for as
+		// long as the ping may take.
+		if err == nil || !isSQLiteBusy(err) || pingCtx.Err() != nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}

@@ -81,6 +81,12 @@ func IsUnavailable(err error) bool {
 	return isConnectionFailure(err)
 }
 
+// isSQLiteBusy tells whether err is SQLite's "database is locked".
+func isSQLiteBusy(err error) bool {
+	var liteErr *sqlite.Error
+	return errors.As(err, &liteErr) && liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // pgUnavailable classifies a PostgreSQL SQLSTATE (and its message, for the
 // one code that is shared with programming errors).
 func pgUnavailable(code, message string) bool {
