@@ -199,9 +199,7 @@ func (s *Store) Insert(ctx context.Context, l *Listing) error {
 	if err != nil {
 		return err
 	}
-	if s.pg || trace.SpanFromContext(ctx).IsRecording() {
-		// bun's statement: PostgreSQL runs writers side by side (see
-		// db.Prepared), and a traced request gets the statement's span.
+	if s.bunWrites(ctx) {
 		if _, err := s.IDB.NewInsert().Model(r).Exec(ctx); err != nil {
 			return err
 		}
@@ -218,6 +216,14 @@ func (s *Store) Insert(ctx context.Context, l *Listing) error {
 		return err
 	}
 	return insertInfos(ctx, s.IDB, infos)
+}
+
+// bunWrites tells whether the hot writes (Insert, QueueAlert) go through
+// bun's statements rather than ExecPrepared: on PostgreSQL, which runs writers
+// side by side (see db.Prepared), and in a traced request, which gets the
+// statement's span.
+func (s *Store) bunWrites(ctx context.Context) bool {
+	return s.pg || trace.SpanFromContext(ctx).IsRecording()
 }
 
 // insertColumns are the columns of a listing's row, in the order of
