@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Binder makes a bun query run as a prepared statement with bound parameters
@@ -196,15 +197,44 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 // it (a listing's insert: parsing it was 13% of a create's CPU). SQLite only:
 // its writers pass the write gate one at a time, so while one of them
 // prepares, the pool has a connection free for it.
+//
+// In a request whose span records (a sampled trace) the statement runs as a
+// bun raw query on the pool, so that bun's query hooks give it its span, a
+// child of the request's, as they do bun's own statements; the span shows
+// the text with its placeholders, never the values. Other requests skip the
+// hooks: with tracing off or the trace not sampled they would record nothing.
 func (c Conn) ExecPrepared(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	st, err := stmtCacheOf(c.pool.DB).get(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	if tx, ok := c.IDB.(bun.Tx); ok {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		st = tx.StmtContext(ctx, st)
+	}
+	if trace.SpanFromContext(ctx).IsRecording() {
+		return c.pool.NewRaw(query).Conn(stmtConn{st: st, args: args}).Exec(ctx)
 	}
 	return st.ExecContext(ctx, args...)
+}
+
+// stmtConn runs a prepared statement with its arguments whatever text bun
+// hands it: bun's text is the statement's own (a raw query without
+// arguments is written as given).
+type stmtConn struct {
+	st   *sql.Stmt
+	args []any
+}
+
+func (c stmtConn) ExecContext(ctx context.Context, _ string, _ ...any) (sql.Result, error) {
+	return c.st.ExecContext(ctx, c.args...)
+}
+
+func (c stmtConn) QueryContext(ctx context.Context, _ string, _ ...any) (*sql.Rows, error) {
+	return c.st.QueryContext(ctx, c.args...)
+}
+
+func (c stmtConn) QueryRowContext(ctx context.Context, _ string, _ ...any) *sql.Row {
+	return c.st.QueryRowContext(ctx, c.args...)
 }
 
 // TimeArg is t as bun writes a time: UTC text with microseconds. A statement

@@ -31,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/extra/bunotel"
+	"github.com/uptrace/bun/schema"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
@@ -321,26 +322,38 @@ func (t *Tracing) InstrumentDB(db *bun.DB) *bun.DB {
 		return db
 	}
 	hook := bunotel.NewQueryHook(bunotel.WithTracerProvider(t.tp), bunotel.WithMeterProvider(metricsOff))
-	if !t.presampled {
-		return db.WithQueryHook(hook)
-	}
-	return db.WithQueryHook(gatedQueryHook{hook})
+	return db.WithQueryHook(queryHook{QueryHook: hook, gated: t.presampled})
 }
 
-// gatedQueryHook skips bunotel for the queries of an unsampled request or
-// poll: bunotel builds its attributes before it asks whether the span records.
-type gatedQueryHook struct{ *bunotel.QueryHook }
+// queryHook is bunotel's hook, which it calls for every query. gated: it
+// skips the queries of an unsampled request or poll, as bunotel builds its
+// attributes before it asks whether the span records.
+type queryHook struct {
+	*bunotel.QueryHook
+	gated bool
+}
 
-func (h gatedQueryHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
-	if unsampled(trace.SpanFromContext(ctx)) {
+func (h queryHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	if h.gated && unsampled(trace.SpanFromContext(ctx)) {
 		return ctx
 	}
 	return h.QueryHook.BeforeQuery(ctx, e)
 }
 
-func (h gatedQueryHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
-	if unsampled(trace.SpanFromContext(ctx)) {
+func (h queryHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+	if h.gated && unsampled(trace.SpanFromContext(ctx)) {
 		return
+	}
+	if _, raw := e.IQuery.(*bun.RawQuery); raw {
+		// bun names every raw query SELECT: the span takes the verb of
+		// the statement's own text (db.ExecPrepared's INSERT), which,
+		// as the query's template, keeps its placeholders.
+		ev := *e
+		ev.IQuery = nil
+		if b, err := e.IQuery.AppendQuery(schema.NewNopQueryGen(), nil); err == nil {
+			ev.QueryTemplate = string(b)
+		}
+		e = &ev
 	}
 	h.QueryHook.AfterQuery(ctx, e)
 }

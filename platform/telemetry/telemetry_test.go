@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/db"
 	"github.com/agritrade/api/platform/telemetry"
 	"github.com/agritrade/api/platform/telemetry/otlptest"
+	"github.com/agritrade/api/platform/testkit"
 	"github.com/gin-gonic/gin"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -271,4 +273,91 @@ func TestEnvSamplerDecidesEveryRequest(t *testing.T) {
 	if !ok || hex.EncodeToString(got.GetTraceId()) != caller {
 		t.Fatalf("no server span in the caller's trace reached the receiver (%v); rejected %v", ok, recv.Rejected())
 	}
+}
+
+// TestInstrumentDB_ExecPreparedStatementIsAQuerySpan: a statement run with
+// db.ExecPrepared (SQLite's prepared hot writes) in a sampled request is a
+// query span, a child of the request's span, named by its verb and showing
+// its text with the placeholders, never the values; a raw bun query is named
+// by its verb too (bun calls every raw query SELECT); the same statements in
+// an unsampled context start no span.
+func TestInstrumentDB_ExecPreparedStatementIsAQuerySpan(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(telemetry.Sampler(1)))
+	tr := telemetry.NewSampled(tp, "t", 1)
+	bdb := tr.InstrumentDB(testkit.DB(t, testkit.SQLite))
+	ctx := context.Background()
+	if _, err := bdb.NewRaw("CREATE TABLE points (id TEXT PRIMARY KEY, kind TEXT)").Exec(telemetry.Untraced(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	const insert = "INSERT INTO points (id, kind) VALUES (?, ?)"
+	write := func(ctx context.Context, id string) {
+		t.Helper()
+		err := db.NewConn(bdb).InTx(ctx, func(ctx context.Context, tx db.Conn) error {
+			if _, err := tx.ExecPrepared(ctx, insert, id, "secret-kind"); err != nil {
+				return err
+			}
+			_, err := tx.NewRaw("DELETE FROM points WHERE id = ?", "nobody").Exec(ctx)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(telemetry.Untraced(ctx), "a")
+	if got := spans.GetSpans(); len(got) != 0 {
+		t.Fatalf("unsampled statements recorded %d spans", len(got))
+	}
+
+	rctx, request := tr.Tracer().Start(ctx, "request")
+	write(rctx, "b")
+	request.End()
+	var ins, del sdktrace.ReadOnlySpan
+	for _, s := range spans.GetSpans().Snapshots() {
+		for _, kv := range s.Attributes() {
+			if strings.Contains(kv.Value.String(), "secret-kind") {
+				t.Errorf("span %s shows a value: %s=%s", s.Name(), kv.Key, kv.Value.String())
+			}
+		}
+		switch s.Name() {
+		case "INSERT":
+			ins = s
+		case "DELETE":
+			del = s
+		}
+	}
+	if ins == nil || del == nil {
+		var names []string
+		for _, s := range spans.GetSpans() {
+			names = append(names, s.Name)
+		}
+		t.Fatalf("INSERT span %v, DELETE span %v; recorded %v", ins != nil, del != nil, names)
+	}
+	for _, s := range []sdktrace.ReadOnlySpan{ins, del} {
+		if s.Parent().SpanID() != request.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
+			t.Errorf("%s span: parent %s kind %v, want a client span under the request %s", s.Name(), s.Parent().SpanID(), s.SpanKind(), request.SpanContext().SpanID())
+		}
+	}
+	if got := attr(ins, "db.statement"); got != insert {
+		t.Errorf("INSERT db.statement %q, want %q", got, insert)
+	}
+	if op, rows := attr(ins, "db.operation"), attr(ins, "db.rows_affected"); op != "INSERT" || rows != "1" {
+		t.Errorf("INSERT db.operation %q rows %q, want INSERT 1", op, rows)
+	}
+	if got := attr(del, "db.operation"); got != "DELETE" {
+		t.Errorf("raw DELETE db.operation %q", got)
+	}
+	var n int
+	if err := bdb.NewRaw("SELECT count(*) FROM points").Scan(telemetry.Untraced(ctx), &n); err != nil || n != 2 {
+		t.Fatalf("%d rows (%v), want both inserts", n, err)
+	}
+}
+
+func attr(s sdktrace.ReadOnlySpan, key string) string {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
 }
