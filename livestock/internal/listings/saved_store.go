@@ -247,7 +247,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []events.Event) error {
 // the statement is prepared once per connection (every create runs it; bun's
 // text of it, parsed each time, was 6% of a create's CPU in a profile).
 func (s *Store) QueueAlert(ctx context.Context, listingID string, at time.Time) error {
-	if s.bunWrites(ctx) {
+	if s.bunWrites() {
 		_, err := s.IDB.NewInsert().Model(&alertQueueRow{ListingID: listingID, QueuedAt: at}).
 			On("CONFLICT (listing_id) DO NOTHING").Exec(ctx)
 		return err
