@@ -229,7 +229,12 @@ func (t *Tracing) Gin() gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		ctx := propagator.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+		ctx := c.Request.Context()
+		if h := c.Request.Header; h["Traceparent"] != nil || h["Baggage"] != nil {
+			// Only a caller's context is worth extracting: the propagators
+			// look each of their headers up by a name canonicalised anew.
+			ctx = propagator.Extract(ctx, propagation.HeaderCarrier(h))
+		}
 		parent := trace.SpanContextFromContext(ctx)
 		switch {
 		case parent.IsSampled():
