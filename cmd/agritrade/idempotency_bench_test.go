@@ -15,8 +15,10 @@ import (
 // workload C (POST /livestock/v1/listings/sheep: validate and insert one
 // listing) through the real engine over SQLite: "none" sends no key (the
 // middleware's only work is one header lookup), "key" a new key per request
-// (the body hashed, the key's row inserted and then filled with the answer),
-// "replay" the same key and body every time (the kept answer, nothing runs).
+// (the body hashed, the key's row inserted with the answer in the listing's
+// transaction), "replay" the same key and body every time (the handler runs
+// up to its transaction, meets the key's row there and rolls back; the kept
+// answer goes out).
 // cpu-ns/op is the whole process's CPU time per request (getrusage); on
 // PostgreSQL (sub-benchmarks pg/…, when AGRITRADE_TEST_POSTGRES_DSN is set)
 // the server's own CPU is not in it.

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -166,8 +165,13 @@ func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 // InTx runs fn in a transaction, rolling back when it returns an error. What
 // fn registers with AfterCommit (on the ctx it receives) runs once the
 // transaction has committed.
+//
+// On a context with a Claim (WithClaim) the first transaction that succeeds
+// does not commit here: it waits, open and holding SQLite's write gate, for
+// the claim's Commit, which writes the claim's row in it and commits both;
+// InTx answers nil meanwhile. Later InTx calls of the same request run in it
+// as savepoints.
 func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
-	h := &commitHooks{db: db}
 	run := fn
 	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
 		// bun hands fn the context of its BEGIN query, whose span (with
@@ -177,39 +181,28 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 		run = func(txCtx context.Context, tx bun.Tx) error { return fn(trace.ContextWithSpan(txCtx, span), tx) }
 	}
 	cl, _ := ctx.Value(claimKey{}).(*Claim)
-	if cl != nil && !cl.Committed() {
-		inner := run
-		run = func(ctx context.Context, tx bun.Tx) error {
-			if err := cl.fn(ctx, tx); err != nil {
-				return err
-			}
-			return inner(ctx, tx)
-		}
-	} else {
-		cl = nil
+	if cl != nil && cl.open != nil {
+		return cl.open.nested(ctx, run)
 	}
-	{
-		// What fn registered with BeforeCommit runs after fn, in the same
-		// transaction, as its last statements before the COMMIT.
-		inner := run
-		run = func(ctx context.Context, tx bun.Tx) error {
-			if err := inner(ctx, tx); err != nil {
-				return err
-			}
-			return h.runBefore(ctx)
-		}
-	}
+	h := &commitHooks{db: db}
 	leave, err := enterWrite(ctx, db)
 	if err != nil {
 		return err
 	}
-	err = db.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, run)
+	if cl != nil && !cl.done {
+		return cl.begin(ctx, db, h, leave, run)
+	}
+	err = db.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := run(ctx, tx); err != nil {
+			return err
+		}
+		// What fn registered with BeforeCommit runs after fn, in the same
+		// transaction, as its last statements before the COMMIT.
+		return h.runBefore(ctx)
+	})
 	leave()
 	if err != nil {
 		return err
-	}
-	if cl != nil {
-		cl.committed.Store(true)
 	}
 	h.run()
 	return nil
@@ -217,28 +210,112 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 
 type claimKey struct{}
 
-// Claim is a write that commits with the first transaction a request opens
-// through InTx, at its start, or not at all: platform/idempotency's key row,
-// which so costs no commit of its own and is kept exactly when the change it
-// guards is. A transaction that rolls back takes the claim with it, and the
-// next InTx of the request makes it again.
+// Claim is a write that commits with the change a request makes, in its
+// transaction, after the request has answered: platform/idempotency's key
+// row, which holds that answer. The first transaction the request opens
+// through InTx stays open when its function returns (later ones of the
+// request run in it); Commit writes the claim's row and commits, Abort rolls
+// the change back. A request so writes its change and its kept answer in one
+// commit, or neither. A Claim belongs to one request (one goroutine).
 type Claim struct {
-	fn        func(ctx context.Context, tx bun.Tx) error
-	committed atomic.Bool
+	open *openTx
+	// done: Commit or Abort ran; later transactions are ordinary ones.
+	done bool
 }
 
-// WithClaim answers ctx carrying a claim: the transactions InTx opens on it
-// (or on a context derived from it) run fn first, until one of them commits.
-// An error from fn rolls that transaction back and is InTx's answer. The
-// claim is the request's own: transactions it opens one after another, as
-// any request does, make it once.
-func WithClaim(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) (context.Context, *Claim) {
-	cl := &Claim{fn: fn}
+// openTx is a claim's transaction waiting for Commit.
+type openTx struct {
+	ctx   context.Context // the transaction's, with its commit hooks
+	tx    bun.Tx
+	hooks *commitHooks
+	leave func()
+	n     int // savepoints made
+}
+
+// WithClaim answers ctx carrying a new claim (see Claim).
+func WithClaim(ctx context.Context) (context.Context, *Claim) {
+	cl := &Claim{}
 	return context.WithValue(ctx, claimKey{}, cl), cl
 }
 
-// Committed tells whether a transaction made the claim and committed.
-func (c *Claim) Committed() bool { return c.committed.Load() }
+// Open tells whether a change waits for Commit.
+func (c *Claim) Open() bool { return c.open != nil }
+
+func (c *Claim) begin(ctx context.Context, db *bun.DB, h *commitHooks, leave func(), run func(context.Context, bun.Tx) error) error {
+	tctx := context.WithValue(ctx, commitHooksKey{}, h)
+	tx, err := db.BeginTx(tctx, nil)
+	if err != nil {
+		leave()
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok { // fn failed or panicked
+			_ = tx.Rollback()
+			leave()
+		}
+	}()
+	if err := run(tctx, tx); err != nil {
+		return err
+	}
+	ok = true
+	c.open = &openTx{ctx: tctx, tx: tx, hooks: h, leave: leave}
+	return nil
+}
+
+// nested runs fn in a savepoint of the open transaction: an error undoes
+// fn's writes only, as a transaction of its own would have.
+func (o *openTx) nested(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+	o.n++
+	sp := fmt.Sprintf("claim_%d", o.n)
+	if _, err := o.tx.ExecContext(o.ctx, "SAVEPOINT "+sp); err != nil {
+		return err
+	}
+	if err := fn(context.WithValue(ctx, commitHooksKey{}, o.hooks), o.tx); err != nil {
+		if _, rerr := o.tx.ExecContext(o.ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	_, err := o.tx.ExecContext(o.ctx, "RELEASE SAVEPOINT "+sp)
+	return err
+}
+
+// Commit runs write (the claim's row) in the open transaction, then what was
+// registered with BeforeCommit, and commits; then the AfterCommit functions
+// run. An error rolls everything back and is the answer. Without an open
+// transaction (the request wrote nothing) Commit does nothing.
+func (c *Claim) Commit(write func(ctx context.Context, tx bun.Tx) error) error {
+	o := c.open
+	c.open, c.done = nil, true
+	if o == nil {
+		return nil
+	}
+	defer o.leave()
+	err := write(o.ctx, o.tx)
+	if err == nil {
+		err = o.hooks.runBefore(o.ctx)
+	}
+	if err != nil {
+		_ = o.tx.Rollback()
+		return err
+	}
+	if err := o.tx.Commit(); err != nil {
+		return err
+	}
+	o.hooks.run()
+	return nil
+}
+
+// Abort rolls back the change waiting for Commit, if any.
+func (c *Claim) Abort() {
+	o := c.open
+	c.open, c.done = nil, true
+	if o != nil {
+		_ = o.tx.Rollback()
+		o.leave()
+	}
+}
 
 // Conn is what a store runs its queries on: the pool, or within InTx one
 // transaction. A store embeds it, so that the store owns its transactions and

@@ -314,3 +314,88 @@ func TestBeforeCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestClaim: on a context with a claim the first transaction waits, open, for
+// Commit, which writes the claim's row and commits everything; a later
+// transaction of the request runs in it as a savepoint (its error undoes its
+// own writes only); what was registered to run before and after the commit
+// runs at Commit; Abort rolls all back and frees the write gate.
+func TestClaim(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		ctx := context.Background()
+		table := "claim_" + strings.ReplaceAll(testkit.UniqueName("t"), "-", "_")
+		if _, err := bdb.ExecContext(ctx, "CREATE TABLE "+table+" (n INT NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		exec := func(ctx context.Context, tx bun.Tx, n int) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (n) VALUES (?)", n)
+			return err
+		}
+		rows := func() []int {
+			got := []int{}
+			if err := bdb.NewSelect().Table(table).Column("n").Order("n").Scan(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		cctx, cl := db.WithClaim(ctx)
+		var events []string
+		if err := db.InTx(cctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			db.AfterCommit(ctx, func() { events = append(events, "after") })
+			db.BeforeCommit(ctx, nil, func(ctx context.Context) error { events = append(events, "before"); return exec(ctx, tx, 3) })
+			return exec(ctx, tx, 1)
+		}); err != nil || !cl.Open() {
+			t.Fatalf("first transaction: %v, open %v", err, cl.Open())
+		}
+		failed := errors.New("second fails")
+		if err := db.InTx(cctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			if err := exec(ctx, tx, 7); err != nil {
+				return err
+			}
+			return failed
+		}); !errors.Is(err, failed) {
+			t.Fatalf("second transaction: %v, want its own error", err)
+		}
+		if err := db.InTx(cctx, bdb, func(ctx context.Context, tx bun.Tx) error { return exec(ctx, tx, 2) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := rows(); len(got) != 0 || len(events) != 0 {
+			t.Fatalf("before Commit: rows %v, events %v; want none", got, events)
+		}
+		if err := cl.Commit(func(ctx context.Context, tx bun.Tx) error { return exec(ctx, tx, 4) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := rows(); len(got) != 4 || got[0] != 1 || got[1] != 2 || got[2] != 3 || got[3] != 4 {
+			t.Fatalf("after Commit: rows %v, want [1 2 3 4] (7 undone with its savepoint)", got)
+		}
+		if len(events) != 2 || events[0] != "before" || events[1] != "after" {
+			t.Fatalf("events %v, want [before after]", events)
+		}
+		// After Commit, a transaction of the same context is an ordinary one.
+		if err := db.InTx(cctx, bdb, func(ctx context.Context, tx bun.Tx) error { return exec(ctx, tx, 5) }); err != nil || cl.Open() || len(rows()) != 5 {
+			t.Fatalf("after Commit: %v, open %v, rows %v", err, cl.Open(), rows())
+		}
+
+		// A failing claim write rolls the change back; Abort too.
+		cctx, cl = db.WithClaim(ctx)
+		if err := db.InTx(cctx, bdb, func(ctx context.Context, tx bun.Tx) error { return exec(ctx, tx, 8) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Commit(func(context.Context, bun.Tx) error { return failed }); !errors.Is(err, failed) {
+			t.Fatalf("Commit: %v, want the write's error", err)
+		}
+		cctx, cl = db.WithClaim(ctx)
+		if err := db.InTx(cctx, bdb, func(ctx context.Context, tx bun.Tx) error { return exec(ctx, tx, 9) }); err != nil {
+			t.Fatal(err)
+		}
+		cl.Abort()
+		cl.Abort() // twice is harmless
+		if got := rows(); len(got) != 5 {
+			t.Fatalf("rows %v, want the five committed only", got)
+		}
+		// The write gate and the connection were given back.
+		if err := db.InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error { return exec(ctx, tx, 6) }); err != nil || len(rows()) != 6 {
+			t.Fatalf("a write after Abort: %v, rows %v", err, rows())
+		}
+	})
+}

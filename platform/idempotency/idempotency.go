@@ -26,26 +26,19 @@
 // counted in agritrade_idempotency_requests_total{outcome="not_kept"}).
 //
 // Routes whose writes all go through platform/db.InTx carry the marker InTx,
-// and their key is claimed differently: a prepared read first (a kept answer
-// is replayed, a 422 or 409 answered, as above), then the handler runs with a
-// db.Claim in its context, and the first transaction it opens inserts the
-// key's row "committed" at its start. The row so costs no commit of its own,
-// and it is kept exactly when the change is: a transaction that rolls back
-// takes it along (the retry runs again), and concurrent duplicates meet at
-// that insert (the primary key; on PostgreSQL the second waits for the first
-// to commit) and answer 409 or 422, rolling back. Only the answer is written
-// after the commit, and not by the request: it waits in memory (replayed from
-// there on this replica) and one transaction writes the answers of all the
-// requests of the last flushDelay (10 ms), where each had a commit of its own
-// (a commit, and the rewrite of the row's page, was a third of the key's
-// cost). Meanwhile another replica answers a repeat 409 with Retry-After: 1.
-// A retry that finds a "committed" row without an answer
-// answers 409 with Retry-After: 1 while the lease since the claim runs (the
-// answer is being kept), and 409 without Retry-After after it: the replica
-// died between the commit and keeping the answer (or the answer, a 5xx or a
-// stream, could not be kept), and the change, made, is never made again. The
-// client looks up the result instead. A request that committed nothing keeps
-// its answer (a 4xx) in one insert.
+// and their key costs one insert in the change's own transaction: no read
+// first, no commit of its own. The handler runs at once; its change waits,
+// uncommitted (db.WithClaim), until it has answered; then the key's row is
+// inserted with the answer and committed with the change. A client so never
+// gets an answer whose change did not commit, and a change never commits
+// without its kept answer (but for one too large to keep: then a retry
+// answers 409 and never runs it again; the client looks the result up). A
+// duplicate meets the row at that insert, on any replica (on PostgreSQL the
+// second waits for the first to commit), rolls its change back and answers
+// what the row says: the kept answer, or 422 for another request. An answer
+// that is not kept (5xx, 408, 429) rolls the change back, so the retry runs.
+// A request that changed nothing (a 4xx of validation) looks for a row after
+// its handler, and keeps its answer in one insert when there is none.
 //
 // The limit of the scheme on routes without InTx: the row and the handler's
 // change are written in separate transactions. If a replica dies after the
@@ -60,6 +53,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"reflect"
@@ -114,24 +108,11 @@ type Keeper struct {
 	o   Options
 	now func() time.Time
 
-	mu                                          sync.Mutex
-	insertStmt, finishStmt, claimStmt, heldStmt *sql.Stmt
+	mu                                sync.Mutex
+	insertStmt, finishStmt, claimStmt *sql.Stmt
 	// routes: method and route path -> whether the route carries InTx.
 	routes sync.Map
-
-	// The answers of InTx requests waiting to be written (scope -> answer),
-	// and whether a flush is due.
-	amu     sync.Mutex
-	waits   map[string]*record
-	flushAt *time.Timer
 }
-
-// Answers of InTx requests are written together: flushDelay after the first
-// waits, or at once when flushMax wait.
-const (
-	flushDelay = 10 * time.Millisecond
-	flushMax   = 128
-)
 
 // New returns a keeper over the platform database.
 func New(db *bun.DB, o Options) *Keeper {
@@ -165,7 +146,6 @@ func (k *Keeper) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			k.flush() // the answers still waiting, before the process ends
 			return nil
 		case <-t.C:
 		}
@@ -260,32 +240,14 @@ func (k *Keeper) serve(c *gin.Context, sub, key string) {
 	c.Request.Body = io.NopCloser(s.reader())
 	hash := hex.EncodeToString(s.sum[:])
 	scope := scopeOf(sub, c.Request.Method, c.Request.URL.Path, key)
-	held := false
 	if k.claimsInTx(c) {
-		if a := k.waiting(scope); a != nil {
-			// Its answer is not written yet: this replica has it.
-			if a.RequestHash != hash {
-				counted.reused.Inc()
-				apierr.Render(c, errReused())
-				return
-			}
-			counted.replayed.Inc()
-			k.replay(c, a)
-			return
-		}
-		if held, err = k.held(ctx, scope); err != nil {
-			apierr.Render(c, err)
-			return
-		}
-		if !held {
-			k.runInTx(c, scope, hash)
-			return
-		}
+		k.runInTx(c, scope, hash)
+		return
 	}
 	owner := newOwner()
 	for attempt := 0; ; attempt++ {
 		now := k.now()
-		if !held || attempt > 0 {
+		{
 			ok, err := k.insert(ctx, scope, hash, owner, now)
 			if err != nil {
 				apierr.Render(c, err) // the database's failures answer 503
@@ -323,23 +285,30 @@ func (k *Keeper) serve(c *gin.Context, sub, key string) {
 			apierr.Render(c, in)
 			return
 		}
-		switch {
-		case r.RequestHash != hash:
-			counted.reused.Inc()
-			apierr.Render(c, errReused())
-		case r.State == stateRunning, r.State == stateCommitted && !now.After(r.LeaseUntil):
-			counted.inFlight.Inc()
-			apierr.Render(c, inFlight())
-		case r.State == stateCommitted:
-			counted.lost.Inc()
-			apierr.Render(c, answerLost())
-		default:
-			counted.replayed.Inc()
-			k.replay(c, r)
-		}
+		k.answerBy(c, r, hash, now)
 		return
 	}
 	k.run(c, scope, owner)
+}
+
+// answerBy answers a request whose key the row r holds: 422 for another
+// request, 409 while the row's request runs or after its answer was lost,
+// else the kept answer.
+func (k *Keeper) answerBy(c *gin.Context, r *record, hash string, now time.Time) {
+	switch {
+	case r.RequestHash != hash:
+		counted.reused.Inc()
+		apierr.Render(c, errReused())
+	case r.State == stateRunning, r.State == stateCommitted && !now.After(r.LeaseUntil):
+		counted.inFlight.Inc()
+		apierr.Render(c, inFlight())
+	case r.State == stateCommitted:
+		counted.lost.Inc()
+		apierr.Render(c, answerLost())
+	default:
+		counted.replayed.Inc()
+		k.replay(c, r)
+	}
 }
 
 // run serves the request that holds the key and keeps or releases its answer.
@@ -387,52 +356,105 @@ func (k *Keeper) run(c *gin.Context, scope, owner string) {
 	}
 }
 
-// runInTx serves a request of a route marked InTx whose key no row holds:
-// the handler runs at once, and the first transaction it opens claims the
-// key (claim) and commits it with the change. Only its answer is written
-// after, in a statement of its own.
+// runInTx serves a request of a route marked InTx. No read looks for the
+// key's row first: the handler runs at once, and its change waits, open
+// (db.WithClaim), until the handler has answered; then the key's row is
+// inserted with that answer and committed with the change, in one commit. A
+// duplicate meets the row there (on PostgreSQL it waits for the first to
+// commit), and its change rolls back: its answer is then the row's (the kept
+// one, or 422 for another request). The handler's answer is held back until
+// the commit, so that a client never sees an answer whose change did not
+// commit. A first request (nearly all) so pays one insert in its own
+// transaction; a duplicate, a handler run that writes nothing.
+//
+// An answer that is not kept (5xx, 408, 429) rolls the change back: the retry
+// runs again. One too large to keep commits the change first, with a row
+// without an answer, and then goes out: a retry answers 409 (answerLost). A
+// request that changed nothing (a 4xx of validation) looks for a row after
+// the handler, and keeps its answer in one insert when there is none.
 func (k *Keeper) runInTx(c *gin.Context, scope, hash string) {
 	st, err := k.prepared(c.Request.Context(), &k.claimStmt, claimQuery)
 	if err != nil {
 		apierr.Render(c, err)
 		return
 	}
-	owner := newOwner()
-	ctx, cl := db.WithClaim(c.Request.Context(), func(ctx context.Context, tx bun.Tx) error {
-		return k.claim(ctx, tx, st, scope, hash, owner)
-	})
+	ctx, cl := db.WithClaim(c.Request.Context())
 	c.Request = c.Request.WithContext(ctx)
-	rec := &recorder{ResponseWriter: c.Writer}
+	rec := &recorder{ResponseWriter: c.Writer, holding: true}
+	// failed: the commit before a large answer went out failed; that answer
+	// was dropped.
+	var failed error
+	rec.beforeRelease = func() bool {
+		if !cl.Open() {
+			return true
+		}
+		if err := cl.Commit(func(ctx context.Context, tx bun.Tx) error {
+			return k.claim(ctx, tx, st, scope, hash, stateCommitted, 0, nil, nil)
+		}); err != nil {
+			failed = err
+			return false
+		}
+		return true
+	}
 	c.Writer = rec
-	// A panic leaves nothing to undo: before the claim commits there is no
-	// row, after it the change is made and the row stays without an answer.
-	defer func() { c.Writer = rec.ResponseWriter }()
+	defer func() {
+		cl.Abort() // a panic: the change rolls back, the error middleware answers 500
+		c.Writer = rec.ResponseWriter
+	}()
 	c.Next()
+	// instead answers err (a *heldError: the row's answer) in place of the handler's.
+	instead := func(err error) {
+		rec.discard()
+		c.Errors = c.Errors[:0]
+		c.Writer = rec.ResponseWriter
+		if h := (*heldError)(nil); errors.As(err, &h) {
+			k.answerBy(c, h.r, hash, k.now())
+		} else {
+			apierr.Render(c, err) // the database's failures answer 503
+		}
+		apierr.RenderPending(c)
+	}
+	if failed != nil {
+		instead(failed)
+		return
+	}
+	if !cl.Open() && rec.holding {
+		// No change waits: another request's row may hold the key.
+		r, err := k.get(ctx, scope)
+		switch {
+		case err != nil:
+			instead(err)
+			return
+		case r != nil && !r.claimable(k.now()):
+			instead(&heldError{r})
+			return
+		}
+	}
 	apierr.RenderPending(c)
 	status := rec.Status()
-	keep := kept(status) && !rec.streamed && !rec.overflow
-	if !keep {
+	switch {
+	case !kept(status) || rec.streamed || rec.overflow:
 		counted.notKept.Inc()
-		if cl.Committed() {
-			// The change is made: running it again would make it twice, so
-			// the row stays, and a retry answers 409 (answerLost).
-			k.o.Log.WithField("status", status).Warn("idempotency: the change of a keyed request committed but its answer cannot be kept")
+		cl.Abort()
+	case cl.Open():
+		if err := cl.Commit(func(ctx context.Context, tx bun.Tx) error {
+			return k.claim(ctx, tx, st, scope, hash, stateDone, status, keptHeader(rec), rec.body)
+		}); err != nil {
+			instead(err)
+			return
 		}
-		return
+		counted.kept.Inc()
+	default:
+		counted.kept.Inc()
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		// Nothing was written (a 4xx, or a route that changed nothing): the
+		// answer is kept as it stands, unless a duplicate's came first.
+		if err := k.keep(kctx, scope, hash, status, keptHeader(rec), rec.body); err != nil {
+			k.o.Log.WithError(err).Warn("idempotency: keeping the answer failed")
+		}
 	}
-	counted.kept.Inc()
-	h := keptHeader(rec)
-	if cl.Committed() {
-		k.queue(scope, owner, hash, status, h, rec.body)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	// Nothing was written (a 4xx, or a route that changed nothing): the
-	// answer is kept as it stands, unless a duplicate's change came first.
-	if err := k.keep(ctx, scope, hash, status, h, rec.body); err != nil {
-		k.o.Log.WithError(err).Warn("idempotency: keeping the answer failed")
-	}
+	rec.release()
 }
 
 // keptHeader is the part of the answer's header a replay repeats.
@@ -586,12 +608,21 @@ func (k *Keeper) claimsInTx(c *gin.Context) bool {
 	return in
 }
 
-// recorder passes the answer through and keeps a copy of it.
+// recorder passes the answer through and keeps a copy of it. Holding, it
+// keeps the answer back until release: the handler's answer may yet be
+// replaced (runInTx). An answer too large to keep, or flushed, goes through
+// from then on.
 type recorder struct {
 	gin.ResponseWriter
 	body     []byte
 	overflow bool
 	streamed bool
+	// holding: nothing is passed through yet; sent: WriteHeaderNow was asked.
+	holding, sent bool
+	// beforeRelease runs before what is held back goes out; false drops it
+	// and all that follows instead.
+	beforeRelease func() bool
+	dropping      bool
 }
 
 func (r *recorder) keep(n int, p []byte) {
@@ -606,21 +637,93 @@ func (r *recorder) keep(n int, p []byte) {
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
+	if r.dropping {
+		return len(p), nil
+	}
+	if r.holding {
+		if len(r.body)+len(p) <= maxKept {
+			r.body = append(r.body, p...)
+			return len(p), nil
+		}
+		if r.release(); r.dropping {
+			return len(p), nil
+		}
+	}
 	n, err := r.ResponseWriter.Write(p)
 	r.keep(n, p)
 	return n, err
 }
 
 func (r *recorder) WriteString(s string) (int, error) {
+	if r.holding || r.dropping {
+		return r.Write([]byte(s))
+	}
 	n, err := r.ResponseWriter.WriteString(s)
 	r.keep(n, []byte(s))
 	return n, err
 }
 
+// WriteHeaderNow sends the header, later when holding.
+func (r *recorder) WriteHeaderNow() {
+	if r.holding {
+		r.sent = true
+		return
+	}
+	r.ResponseWriter.WriteHeaderNow()
+}
+
+// Written and Size count what is held back as written.
+func (r *recorder) Written() bool {
+	if r.holding {
+		return r.sent || len(r.body) > 0
+	}
+	return r.ResponseWriter.Written()
+}
+
+func (r *recorder) Size() int {
+	if r.holding {
+		if !r.Written() {
+			return -1
+		}
+		return len(r.body)
+	}
+	return r.ResponseWriter.Size()
+}
+
 // Flush marks the answer streamed: it is not kept.
 func (r *recorder) Flush() {
+	r.release()
 	r.streamed = true
-	r.ResponseWriter.Flush()
+	if !r.dropping {
+		r.ResponseWriter.Flush()
+	}
+}
+
+// release passes on what is held back, and all that follows.
+func (r *recorder) release() {
+	if !r.holding {
+		return
+	}
+	if r.beforeRelease != nil && !r.beforeRelease() {
+		r.discard()
+		r.dropping = true
+		return
+	}
+	r.holding = false
+	if r.sent || len(r.body) > 0 {
+		r.ResponseWriter.WriteHeaderNow()
+	}
+	if len(r.body) > 0 {
+		if _, err := r.ResponseWriter.Write(r.body); err != nil {
+			return // the client is gone; the answer is kept all the same
+		}
+	}
+}
+
+// discard drops what is held back: another answer replaces it.
+func (r *recorder) discard() {
+	r.body, r.sent = nil, false
+	r.holding = false
 }
 
 var outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{

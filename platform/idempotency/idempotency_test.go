@@ -71,7 +71,7 @@ func (m *probe) Mount(r module.Routes) {
 	// txitems writes in one transaction (db.InTx), so its route carries
 	// idempotency.InTx: the key is claimed in that transaction. A body
 	// {"invalid":true} fails before it (400), {"fail":true} rolls it back
-	// (500), {"panic":true} panics after it committed (the answer is lost).
+	// (500), {"panic":true} panics after it.
 	g.POST("/txitems", idempotency.InTx, httpx.H(func(c *gin.Context) error {
 		m.calls.Add(1)
 		var in struct{ Invalid, Fail, Panic bool }
@@ -99,6 +99,19 @@ func (m *probe) Mount(r module.Routes) {
 		}
 		c.Header("Location", "/probe/v1/items/"+id)
 		c.JSON(http.StatusCreated, gin.H{"status": "success", "id": id})
+		return nil
+	}))
+	// txbig writes in a transaction and answers more than a key keeps.
+	g.POST("/txbig", idempotency.InTx, httpx.H(func(c *gin.Context) error {
+		m.calls.Add(1)
+		err := platformdb.InTx(c.Request.Context(), m.db, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.NewRaw("INSERT INTO probe_items (id, size) VALUES (?, ?)", uuid.NewString(), 2<<20).Exec(ctx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		c.Data(http.StatusOK, "application/octet-stream", bytes.Repeat([]byte("x"), 2<<20))
 		return nil
 	}))
 	g.PUT("/items/:id", httpx.H(create))
@@ -532,22 +545,68 @@ func TestIdempotency_201_InTxKeyCommitsWithTheChange(t *testing.T) {
 		if a.Status != http.StatusBadRequest || b.Status != a.Status || !bytes.Equal(a.Body, b.Body) || b.Header.Get(idempotency.ReplayedHeader) != "true" {
 			t.Fatalf("4xx: %d then %d (%v)", a.Status, b.Status, b.Header)
 		}
-		if n := m.count(t); n != 1 || m.calls.Load() != 2 || keptRows(t, db) != 2 {
-			t.Fatalf("%d rows, %d calls, %d kept; want 1, 2, 2", n, m.calls.Load(), keptRows(t, db))
+		// The repeat and the 422 ran up to the key's insert, met the row and
+		// rolled back; the repeated 4xx ran (no transaction, nothing written)
+		// and was replaced by the kept answer.
+		if n := m.count(t); n != 1 || m.calls.Load() != 5 || keptRows(t, db) != 2 {
+			t.Fatalf("%d rows, %d calls, %d kept; want 1, 5, 2", n, m.calls.Load(), keptRows(t, db))
 		}
-		// The answer of the change, replayed from the replica's memory until
-		// then, is written to its row for the other replicas.
+		// The answer of the change committed with it.
+		if done, err := db.NewSelect().Table("platform_idempotency").Where("state = 'done' AND status = ?", first.Status).Count(context.Background()); err != nil || done != 1 {
+			t.Fatalf("%d rows with the answer of the change (%v), want 1", done, err)
+		}
+	})
+}
+
+// TestIdempotency_201_InTxRepeatOnAnotherReplicaMeetsTheRow: a repeat that
+// reaches a replica without the answer in memory runs up to its claim, meets
+// the written row there and answers what it says, writing nothing.
+func TestIdempotency_201_InTxRepeatOnAnotherReplicaMeetsTheRow(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		first := post(s, ann, "/probe/v1/txitems", "tx-r", map[string]any{})
+		if first.Status != http.StatusCreated {
+			t.Fatalf("first: %d %s", first.Status, first.Body)
+		}
+		other, _ := start(t, db, nil) // a second replica on the same database
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			done, err := db.NewSelect().Table("platform_idempotency").Where("state = 'done' AND status = ?", first.Status).Count(context.Background())
-			if err != nil {
-				t.Fatal(err)
+			r := post(other, ann, "/probe/v1/txitems", "tx-r", map[string]any{})
+			if r.Status == http.StatusConflict && r.Header.Get("Retry-After") == "1" && time.Now().Before(deadline) {
+				continue // the answer is not written yet
 			}
-			if done == 1 {
-				break
+			if r.Status != http.StatusCreated || !bytes.Equal(r.Body, first.Body) || r.Header.Get(idempotency.ReplayedHeader) != "true" ||
+				r.Header.Get("Location") != first.Header.Get("Location") {
+				t.Fatalf("repeat on the other replica: %d %v %s", r.Status, r.Header, r.Body)
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("the answer of the change was never written to its row")
-			}
+			break
+		}
+		if r := post(other, ann, "/probe/v1/txitems", "tx-r", map[string]any{"invalid": false}); r.Status != http.StatusUnprocessableEntity ||
+			r.Error(t).Code != "idempotency_key_reused" {
+			t.Fatalf("other body on the other replica: %d %s", r.Status, r.Body)
+		}
+		if n, kept := m.count(t), keptRows(t, db); n != 1 || kept != 1 {
+			t.Fatalf("%d rows, %d kept; want 1, 1", n, kept)
+		}
+	})
+}
+
+// TestIdempotency_201_InTxExpiredKeyRunsAgain: a row past its ttl that the
+// purge has not removed yet is replaced by the claim: the key is free again.
+func TestIdempotency_201_InTxExpiredKeyRunsAgain(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, func(c *config.Config) {
+			c.Idempotency.TTL = 300 * time.Millisecond
+			c.Idempotency.PurgeInterval = time.Hour
+		})
+		first := post(s, ann, "/probe/v1/txitems", "tx-old", map[string]any{})
+		time.Sleep(400 * time.Millisecond)
+		again := post(s, ann, "/probe/v1/txitems", "tx-old", map[string]any{})
+		if first.Status != http.StatusCreated || again.Status != http.StatusCreated || again.Header.Get(idempotency.ReplayedHeader) != "" ||
+			bytes.Equal(again.Body, first.Body) {
+			t.Fatalf("first %d %s, again %d %v %s", first.Status, first.Body, again.Status, again.Header, again.Body)
+		}
+		if n, kept := m.count(t), keptRows(t, db); n != 2 || kept != 1 {
+			t.Fatalf("%d rows, %d kept; want 2, 1", n, kept)
 		}
 	})
 }
@@ -571,40 +630,44 @@ func TestIdempotency_500_InTxRollbackKeepsNoKey(t *testing.T) {
 	})
 }
 
-// TestIdempotency_409_InTxAnswerLostNeverRunsAgain: the change committed and
-// the answer was never kept (here a panic after the commit; a replica dying
-// there is the same): a retry answers 409, with Retry-After while the answer
-// may still come, without it once the lease has passed, and never runs the
-// change again.
-func TestIdempotency_409_InTxAnswerLostNeverRunsAgain(t *testing.T) {
+// TestIdempotency_500_InTxPanicRollsTheChangeBack: a handler that panics
+// after its transaction's function returned leaves nothing: the change
+// waited for the answer, and the retry runs again.
+func TestIdempotency_500_InTxPanicRollsTheChangeBack(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
-		s, m := start(t, db, func(c *config.Config) { c.Idempotency.Lease = time.Second })
-		body := map[string]any{"panic": true}
-		if r := post(s, ann, "/probe/v1/txitems", "tx-lost", body); r.Status != http.StatusInternalServerError {
-			t.Fatalf("first: %d %s", r.Status, r.Body)
-		}
-		sentAt := time.Now()
-		r := post(s, ann, "/probe/v1/txitems", "tx-lost", body)
-		if r.Status != http.StatusConflict || r.Error(t).Code != "conflict" {
-			t.Fatalf("retry: %d %s", r.Status, r.Body)
-		}
-		if time.Since(sentAt) < time.Second && r.Header.Get("Retry-After") != "1" {
-			t.Fatalf("retry within the lease without Retry-After: %v", r.Header)
-		}
-		for deadline := time.Now().Add(30 * time.Second); r.Header.Get("Retry-After") != ""; time.Sleep(200 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the lost answer's key still answers Retry-After")
+		s, m := start(t, db, nil)
+		for i := 0; i < 2; i++ {
+			if r := post(s, ann, "/probe/v1/txitems", "tx-panic", map[string]any{"panic": true}); r.Status != http.StatusInternalServerError {
+				t.Fatalf("attempt %d: %d %s", i, r.Status, r.Body)
 			}
-			r = post(s, ann, "/probe/v1/txitems", "tx-lost", body)
-			if r.Status != http.StatusConflict {
-				t.Fatalf("retry: %d %s", r.Status, r.Body)
+			if n, kept := m.count(t), keptRows(t, db); n != 0 || kept != 0 {
+				t.Fatalf("after attempt %d: %d rows, %d kept; want 0, 0", i, n, kept)
 			}
 		}
-		if !strings.Contains(r.Error(t).Message, "answer was lost") {
-			t.Fatalf("after the lease: %s", r.Body)
+		// The write gate and the connection were given back: a write goes through.
+		if r := post(s, ann, "/probe/v1/txitems", "tx-after", map[string]any{}); r.Status != http.StatusCreated || m.count(t) != 1 {
+			t.Fatalf("after the panics: %d %s, %d rows", r.Status, r.Body, m.count(t))
 		}
-		if n := m.count(t); n != 1 || m.calls.Load() != 1 {
-			t.Fatalf("%d rows, %d calls; want 1, 1 (the change is not made again)", n, m.calls.Load())
+	})
+}
+
+// TestIdempotency_409_InTxAnswerTooLargeNeverRunsAgain: an answer too large
+// to keep goes out after its change committed, with a row without an
+// answer; a retry answers 409 without Retry-After and never runs the change
+// again.
+func TestIdempotency_409_InTxAnswerTooLargeNeverRunsAgain(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s, m := start(t, db, nil)
+		first := post(s, ann, "/probe/v1/txbig", "tx-big", map[string]any{})
+		if first.Status != http.StatusOK || len(first.Body) != 2<<20 || m.count(t) != 1 {
+			t.Fatalf("first: %d, %d bytes, %d rows", first.Status, len(first.Body), m.count(t))
+		}
+		r := post(s, ann, "/probe/v1/txbig", "tx-big", map[string]any{})
+		if r.Status != http.StatusConflict || r.Header.Get("Retry-After") != "" || !strings.Contains(r.Error(t).Message, "answer was lost") {
+			t.Fatalf("retry: %d %v %s", r.Status, r.Header, r.Body)
+		}
+		if n := m.count(t); n != 1 {
+			t.Fatalf("%d rows; want 1 (the change is not made again)", n)
 		}
 	})
 }

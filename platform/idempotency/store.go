@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agritrade/api/platform/apierr"
 	"github.com/agritrade/api/platform/db"
 	"github.com/uptrace/bun"
 )
@@ -64,56 +63,62 @@ func (k *Keeper) insert(ctx context.Context, scope, hash, owner string, now time
 	return n == 1, err
 }
 
-// held tells whether a row holds the scope, in one prepared read.
-func (k *Keeper) held(ctx context.Context, scope string) (bool, error) {
-	st, err := k.prepared(ctx, &k.heldStmt, `SELECT 1 FROM platform_idempotency WHERE scope = $1`)
-	if err != nil {
-		return false, err
-	}
-	var one int
-	switch err := st.QueryRowContext(ctx, scope).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
-}
-
-// claim inserts the scope's row in tx, the transaction of the change (InTx):
-// it commits with the change or not at all. A duplicate that claimed first
-// (its row committed, or on PostgreSQL still uncommitted: the insert waits
-// for it) makes this transaction fail with the 409 or 422 the row calls for.
+// claim inserts the scope's row, with the request's answer (state done) or
+// without (committed: the answer could not be kept), in tx, the transaction
+// of the change, just before it commits. A row there already (on PostgreSQL
+// a duplicate's still uncommitted: the insert waits for it) is answered as a
+// *heldError, which rolls the change back; a row past its time is replaced.
 //
 // st is claimQuery prepared on the pool before the handler ran: preparing it
 // here would wait for a free connection of the pool while this transaction
 // holds one, and with every connection held by a transaction at this point
 // (concurrent duplicates on PostgreSQL) none would ever come.
-func (k *Keeper) claim(ctx context.Context, tx bun.Tx, st *sql.Stmt, scope, hash, owner string) error {
-	now := k.now()
-	res, err := tx.StmtContext(ctx, st).ExecContext(ctx, scope, hash, owner, db.TimeArg(now.Add(k.o.Lease)), db.TimeArg(now.Add(k.o.TTL)), db.TimeArg(now))
-	if err != nil {
-		return err
+func (k *Keeper) claim(ctx context.Context, tx bun.Tx, st *sql.Stmt, scope, hash, state string, status int, header http.Header, body []byte) error {
+	h := "{}"
+	if len(header) > 0 {
+		b, err := json.Marshal(header)
+		if err != nil {
+			return err
+		}
+		h = string(b)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
+	if body == nil {
+		body = []byte{}
 	}
-	var other string
-	if err := tx.NewSelect().Model((*record)(nil)).Column("request_hash").Where("scope = ?", scope).Scan(ctx, &other); err != nil {
-		return err
+	s := tx.StmtContext(ctx, st)
+	for attempt := 0; ; attempt++ {
+		now := k.now()
+		res, err := s.ExecContext(ctx, scope, hash, state, status, h, body, db.TimeArg(now), db.TimeArg(now.Add(k.o.TTL)), db.TimeArg(now))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		r := new(record)
+		if err := tx.NewSelect().Model(r).Where("scope = ?", scope).Scan(ctx); err != nil {
+			return err
+		}
+		if !r.claimable(now) || attempt > 0 {
+			return &heldError{r}
+		}
+		if _, err := tx.NewDelete().Model((*record)(nil)).Where("scope = ?", scope).Exec(ctx); err != nil {
+			return err
+		}
 	}
-	if other != hash {
-		counted.reused.Inc()
-		return apierr.New(apierr.CodeIdempotencyKeyReused,
-			"this Idempotency-Key was used with another request; use a new key for a new request")
-	}
-	counted.inFlight.Inc()
-	return inFlight()
 }
 
+// heldError is the claim's answer when another request's row holds the key:
+// the request answers what the row says (Keeper.answerBy).
+type heldError struct{ r *record }
+
+func (e *heldError) Error() string { return "idempotency: another request holds the key" }
+
+// claimQuery inserts a claim's row; lease_until is its time of writing: a
+// row without an answer (committed) is never waited for.
 const claimQuery = `INSERT INTO platform_idempotency
 	(scope, request_hash, owner, state, status, header, body, lease_until, expires_at, created_at)
-	VALUES ($1, $2, $3, 'committed', 0, '', NULL, $4, $5, $6) ON CONFLICT (scope) DO NOTHING`
+	VALUES ($1, $2, '', $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (scope) DO NOTHING`
 
 // keep inserts the answer of a request that wrote nothing (InTx routes),
 // unless a duplicate's row came first.
@@ -204,94 +209,6 @@ func (k *Keeper) finish(ctx context.Context, scope, owner string, status int, he
 	}
 	_, err = st.ExecContext(ctx, status, string(h), body, scope, owner)
 	return err
-}
-
-// queue hands the answer of an InTx request, whose row committed with its
-// change, to the next flush: one transaction writes the answers of every
-// request of the last flushDelay, where each had a commit of its own. The
-// answers waiting are replayed from here on this replica; another replica
-// meanwhile answers 409 with Retry-After: 1 (the row is "committed" within
-// its lease). A replica that dies first loses them: a retry answers 409 and
-// never runs the change again, as when it dies before the answer is written
-// at all.
-func (k *Keeper) queue(scope, owner, hash string, status int, header http.Header, body []byte) {
-	h, err := json.Marshal(header)
-	if err != nil {
-		k.o.Log.WithError(err).Error("idempotency: keeping the answer failed")
-		return
-	}
-	if body == nil {
-		body = []byte{}
-	}
-	a := &record{Scope: scope, Owner: owner, RequestHash: hash, State: stateDone, Status: status, Header: string(h), Body: body}
-	k.amu.Lock()
-	defer k.amu.Unlock()
-	if k.waits == nil {
-		k.waits = map[string]*record{}
-	}
-	k.waits[scope] = a
-	switch {
-	case len(k.waits) >= flushMax:
-		go k.flush()
-	case k.flushAt == nil:
-		k.flushAt = time.AfterFunc(flushDelay, k.flush)
-	}
-}
-
-// waiting answers the answer of scope waiting to be written, or nil.
-func (k *Keeper) waiting(scope string) *record {
-	k.amu.Lock()
-	defer k.amu.Unlock()
-	return k.waits[scope]
-}
-
-// flush writes the answers waiting, in one transaction. They stay in waits
-// (replayed from there) until it has committed.
-func (k *Keeper) flush() {
-	k.amu.Lock()
-	if k.flushAt != nil {
-		k.flushAt.Stop()
-		k.flushAt = nil
-	}
-	batch := make([]*record, 0, len(k.waits))
-	for _, a := range k.waits {
-		batch = append(batch, a)
-	}
-	k.amu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := k.finishAll(ctx, batch)
-	if err != nil {
-		// The changes are made; retries answer 409 (answerLost), never run them again.
-		k.o.Log.WithError(err).WithField("answers", len(batch)).Error("idempotency: keeping the answers failed")
-	}
-	k.amu.Lock()
-	for _, a := range batch {
-		if k.waits[a.Scope] == a {
-			delete(k.waits, a.Scope)
-		}
-	}
-	k.amu.Unlock()
-}
-
-// finishAll keeps answers as finish does, in one transaction.
-func (k *Keeper) finishAll(ctx context.Context, batch []*record) error {
-	st, err := k.prepared(ctx, &k.finishStmt, finishQuery)
-	if err != nil {
-		return err
-	}
-	return db.InTx(ctx, k.db, func(ctx context.Context, tx bun.Tx) error {
-		s := tx.StmtContext(ctx, st)
-		for _, a := range batch {
-			if _, err := s.ExecContext(ctx, a.Status, a.Header, a.Body, a.Scope, a.Owner); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 const finishQuery = `UPDATE platform_idempotency SET state = 'done', owner = '', status = $1, header = $2, body = $3
