@@ -6,6 +6,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -112,9 +113,13 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// and at 10,000 pages a listing create cost 15% less CPU but the p99 of
 	// creates at a fixed rate went from 8 to 40 ms (the sync of a large
 	// checkpoint); checkpointing beside the requests every 50 to 200 ms did
-	// no better (16 to 30 ms). Latency won.
+	// no better (16 to 30 ms). Latency won. cache_size(-32000): 32 MB of
+	// pages per connection, as the peers the benchmark runs beside use; the
+	// write connection (writeGate) keeps its pages from one create to the
+	// next, and with SQLite's 2 MB a create read a third of its index pages
+	// again (8 reads per create instead of 12 with both).
 	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(ON)", "synchronous(NORMAL)",
-		"temp_store(MEMORY)", "journal_size_limit(200000000)"} {
+		"temp_store(MEMORY)", "journal_size_limit(200000000)", "cache_size(-32000)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -129,7 +134,7 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// (17% of a listing create's CPU in a profile).
 	sqldb.SetMaxIdleConns(8)
 	bdb := bun.NewDB(sqldb, sqlitedialect.New())
-	writeGates.Store(bdb.DB, make(chan struct{}, 1))
+	writeGates.Store(bdb.DB, newWriteGate())
 	return bdb, nil
 }
 
@@ -141,22 +146,64 @@ func openSQLite(dsn string) (*bun.DB, error) {
 // starts the moment the previous one commits. Writers of other processes on
 // the same file still meet busy_timeout, as before. The key is the connection
 // pool, which the copies of a *bun.DB share (tracing wraps the DB in one).
-var writeGates sync.Map // *sql.DB -> chan struct{}
+var writeGates sync.Map // *sql.DB -> *writeGate
 
-// enterWrite waits for db's write gate (SQLite) or returns at once
-// (PostgreSQL, which runs writers side by side); leave releases it.
-func enterWrite(ctx context.Context, db *bun.DB) (leave func(), err error) {
+// writeGate is a SQLite database's gate, and the connection its InTx
+// transactions run on (one per copy of the *bun.DB: each has its own query
+// hooks). A connection's page cache is dropped whenever another connection
+// wrote to the file since its last transaction, so write transactions spread
+// over the pool each started cold, reading again the pages of every index a
+// create writes (a tenth of a create's CPU in a profile); on one connection
+// the pages stay.
+type writeGate struct {
+	gate  chan struct{}
+	conns map[*bun.DB]*bun.Conn // only touched while the gate is held
+}
+
+func newWriteGate() *writeGate {
+	return &writeGate{gate: make(chan struct{}, 1), conns: map[*bun.DB]*bun.Conn{}}
+}
+
+// txStarter is what begins a transaction: the pool, or the write connection.
+type txStarter interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (bun.Tx, error)
+	RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx bun.Tx) error) error
+}
+
+// enterWrite waits for db's write gate (SQLite) and answers the connection
+// to write on, or answers the pool at once (PostgreSQL, which runs writers
+// side by side); leave releases the gate, and forgets the connection when
+// err says it broke, or that the request's context ended meanwhile (then
+// database/sql may have rolled its transaction back and discarded the
+// connection underneath).
+func enterWrite(ctx context.Context, db *bun.DB) (on txStarter, leave func(err error), err error) {
 	g, ok := writeGates.Load(db.DB)
 	if !ok {
-		return func() {}, nil
+		return db, func(error) {}, nil
 	}
-	gate := g.(chan struct{})
+	w := g.(*writeGate)
 	select {
-	case gate <- struct{}{}:
-		return func() { <-gate }, nil
+	case w.gate <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
+	c := w.conns[db]
+	if c == nil {
+		conn, err := db.Conn(context.WithoutCancel(ctx))
+		if err != nil {
+			<-w.gate
+			return nil, nil, err
+		}
+		c = &conn
+		w.conns[db] = c
+	}
+	return *c, func(err error) {
+		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
+			_ = c.Close()
+			delete(w.conns, db)
+		}
+		<-w.gate
+	}, nil
 }
 
 // IsPostgres tells whether db speaks PostgreSQL.
@@ -185,14 +232,14 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 		return cl.open.nested(ctx, run)
 	}
 	h := &commitHooks{db: db}
-	leave, err := enterWrite(ctx, db)
+	on, leave, err := enterWrite(ctx, db)
 	if err != nil {
 		return err
 	}
 	if cl != nil && !cl.done {
-		return cl.begin(ctx, db, h, leave, run)
+		return cl.begin(ctx, on, h, leave, run)
 	}
-	err = db.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, func(ctx context.Context, tx bun.Tx) error {
+	err = on.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := run(ctx, tx); err != nil {
 			return err
 		}
@@ -200,7 +247,7 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 		// transaction, as its last statements before the COMMIT.
 		return h.runBefore(ctx)
 	})
-	leave()
+	leave(err)
 	if err != nil {
 		return err
 	}
@@ -228,7 +275,7 @@ type openTx struct {
 	ctx   context.Context // the transaction's, with its commit hooks
 	tx    bun.Tx
 	hooks *commitHooks
-	leave func()
+	leave func(error)
 	n     int // savepoints made
 }
 
@@ -241,18 +288,17 @@ func WithClaim(ctx context.Context) (context.Context, *Claim) {
 // Open tells whether a change waits for Commit.
 func (c *Claim) Open() bool { return c.open != nil }
 
-func (c *Claim) begin(ctx context.Context, db *bun.DB, h *commitHooks, leave func(), run func(context.Context, bun.Tx) error) error {
+func (c *Claim) begin(ctx context.Context, on txStarter, h *commitHooks, leave func(error), run func(context.Context, bun.Tx) error) error {
 	tctx := context.WithValue(ctx, commitHooksKey{}, h)
-	tx, err := db.BeginTx(tctx, nil)
+	tx, err := on.BeginTx(tctx, nil)
 	if err != nil {
-		leave()
+		leave(err)
 		return err
 	}
 	ok := false
 	defer func() {
 		if !ok { // fn failed or panicked
-			_ = tx.Rollback()
-			leave()
+			leave(tx.Rollback())
 		}
 	}()
 	if err := run(tctx, tx); err != nil {
@@ -291,16 +337,17 @@ func (c *Claim) Commit(write func(ctx context.Context, tx bun.Tx) error) error {
 	if o == nil {
 		return nil
 	}
-	defer o.leave()
 	err := write(o.ctx, o.tx)
 	if err == nil {
 		err = o.hooks.runBefore(o.ctx)
 	}
 	if err != nil {
-		_ = o.tx.Rollback()
+		o.leave(o.tx.Rollback())
 		return err
 	}
-	if err := o.tx.Commit(); err != nil {
+	err = o.tx.Commit()
+	o.leave(err)
+	if err != nil {
 		return err
 	}
 	o.hooks.run()
@@ -312,8 +359,7 @@ func (c *Claim) Abort() {
 	o := c.open
 	c.open, c.done = nil, true
 	if o != nil {
-		_ = o.tx.Rollback()
-		o.leave()
+		o.leave(o.tx.Rollback())
 	}
 }
 
