@@ -155,13 +155,37 @@ var writeGates sync.Map // *sql.DB -> *writeGate
 // over the pool each started cold, reading again the pages of every index a
 // create writes (a tenth of a create's CPU in a profile); on one connection
 // the pages stay.
+//
+// The connections go back to the pool once no write used them for
+// writeConnIdle, so that an idle or closing database holds none.
 type writeGate struct {
-	gate  chan struct{}
-	conns map[*bun.DB]*bun.Conn // only touched while the gate is held
+	gate chan struct{}
+	// Only touched while the gate is held.
+	conns   map[*bun.DB]*bun.Conn
+	lastUse time.Time
+	idle    *time.Timer
 }
+
+// writeConnIdle is how long the write connections stay out of the pool
+// without a write.
+const writeConnIdle = time.Second
 
 func newWriteGate() *writeGate {
 	return &writeGate{gate: make(chan struct{}, 1), conns: map[*bun.DB]*bun.Conn{}}
+}
+
+// releaseIfIdle gives the connections back unless a write used them within
+// writeConnIdle (the timer may fire just as a writer resets it).
+func (w *writeGate) releaseIfIdle() {
+	w.gate <- struct{}{}
+	defer func() { <-w.gate }()
+	if time.Since(w.lastUse) < writeConnIdle {
+		return
+	}
+	for db, c := range w.conns {
+		_ = c.Close()
+		delete(w.conns, db)
+	}
 }
 
 // txStarter is what begins a transaction: the pool, or the write connection.
@@ -201,6 +225,12 @@ func enterWrite(ctx context.Context, db *bun.DB) (on txStarter, leave func(err e
 		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
 			_ = c.Close()
 			delete(w.conns, db)
+		}
+		w.lastUse = time.Now()
+		if w.idle == nil {
+			w.idle = time.AfterFunc(writeConnIdle, w.releaseIfIdle)
+		} else {
+			w.idle.Reset(writeConnIdle)
 		}
 		<-w.gate
 	}, nil

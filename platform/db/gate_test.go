@@ -45,7 +45,7 @@ func TestWriteGate_SharedByCopiesOfTheDB(t *testing.T) {
 // connection (a TEMP table, which only its connection sees, is there from one
 // to the next); a transaction whose request's context ends meanwhile gives
 // that connection back to the pool (database/sql may have discarded it), and
-// the next one takes one again.
+// the next one takes one again; idle, the connection goes back too.
 func TestWriteGate_WritesOnOneConnection(t *testing.T) {
 	bdb, err := Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "one.db"), Options{})
 	if err != nil {
@@ -81,5 +81,17 @@ func TestWriteGate_WritesOnOneConnection(t *testing.T) {
 	}
 	if err := exec(ctx, "CREATE TABLE after_it (n INT)"); err != nil {
 		t.Fatalf("a write after the connection was given back: %v", err)
+	}
+	// Idle, the database holds no write connection.
+	for deadline := time.Now().Add(10 * writeConnIdle); ; time.Sleep(50 * time.Millisecond) {
+		g.(*writeGate).gate <- struct{}{}
+		n := len(g.(*writeGate).conns)
+		<-g.(*writeGate).gate
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d write connections still held after %v without a write", n, 10*writeConnIdle)
+		}
 	}
 }
