@@ -74,16 +74,9 @@ func (k *Keeper) insert(ctx context.Context, scope, hash, owner string, now time
 // holds one, and with every connection held by a transaction at this point
 // (concurrent duplicates on PostgreSQL) none would ever come.
 func (k *Keeper) claim(ctx context.Context, tx bun.Tx, st *sql.Stmt, scope, hash, state string, status int, header http.Header, body []byte) error {
-	h := "{}"
-	if len(header) > 0 {
-		b, err := json.Marshal(header)
-		if err != nil {
-			return err
-		}
-		h = string(b)
-	}
-	if body == nil {
-		body = []byte{}
+	h, body, err := answerColumns(header, body)
+	if err != nil {
+		return err
 	}
 	s := tx.StmtContext(ctx, st)
 	for attempt := 0; ; attempt++ {
@@ -123,15 +116,12 @@ const claimQuery = `INSERT INTO platform_idempotency
 // keep inserts the answer of a request that wrote nothing (InTx routes),
 // unless a duplicate's row came first.
 func (k *Keeper) keep(ctx context.Context, scope, hash string, status int, header http.Header, body []byte) error {
-	h, err := json.Marshal(header)
+	h, body, err := answerColumns(header, body)
 	if err != nil {
 		return err
 	}
-	if body == nil {
-		body = []byte{}
-	}
 	now := k.now()
-	r := &record{Scope: scope, RequestHash: hash, State: stateDone, Status: status, Header: string(h), Body: body,
+	r := &record{Scope: scope, RequestHash: hash, State: stateDone, Status: status, Header: h, Body: body,
 		LeaseUntil: now, ExpiresAt: now.Add(k.o.TTL), CreatedAt: now}
 	_, err = k.db.NewInsert().Model(r).On("CONFLICT (scope) DO NOTHING").Exec(ctx)
 	return err
@@ -196,18 +186,15 @@ func (k *Keeper) renew(ctx context.Context, scope, owner string) error {
 // insert set (idempotency.ttl from the start of the request): left alone, the
 // expiry index is not written again.
 func (k *Keeper) finish(ctx context.Context, scope, owner string, status int, header http.Header, body []byte) error {
-	h, err := json.Marshal(header)
+	h, body, err := answerColumns(header, body)
 	if err != nil {
 		return err
-	}
-	if body == nil {
-		body = []byte{}
 	}
 	st, err := k.prepared(ctx, &k.finishStmt, finishQuery)
 	if err != nil {
 		return err
 	}
-	_, err = st.ExecContext(ctx, status, string(h), body, scope, owner)
+	_, err = st.ExecContext(ctx, status, h, body, scope, owner)
 	return err
 }
 
@@ -230,4 +217,17 @@ func (k *Keeper) Purge(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// answerColumns are a kept answer's header and body as their columns store
+// them: the header as JSON ("{}" when empty), the body never NULL.
+func answerColumns(header http.Header, body []byte) (string, []byte, error) {
+	if body == nil {
+		body = []byte{}
+	}
+	if len(header) == 0 {
+		return "{}", body, nil
+	}
+	h, err := json.Marshal(header)
+	return string(h), body, err
 }
