@@ -186,11 +186,12 @@ func TestSampledRequestRecordsTheWholeChain(t *testing.T) {
 	}{"ratio_1_new_trace": {1, ""}, "ratio_0_sampled_caller": {0, callerTrace}} {
 		t.Run(name, func(t *testing.T) {
 			spans := tracetest.NewInMemoryExporter()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(telemetry.Sampler(c.ratio)))
+			sampling := telemetry.NewSampling(c.ratio, 0)
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sampling.Sampler()))
 			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 			recv := newWebhookReceiver(t)
 			srv := testkit.NewServer(t, testkit.DB(t, testkit.SQLite), newProbe, testkit.Options{NoValidate: true,
-				Tracing: telemetry.NewSampled(tp, "agritrade-test", c.ratio), Configure: webhookConfig(recv.URL)})
+				Tracing: telemetry.NewSampled(tp, "agritrade-test", sampling), Configure: webhookConfig(recv.URL)})
 			checkTraceChain(t, srv, spans, recv, c.caller)
 		})
 	}
@@ -294,12 +295,13 @@ func TestUnsampledRequestRunsNoInstrumentation(t *testing.T) {
 	}{"ratio_0_new_trace": {0, ""}, "ratio_1_unsampled_caller": {1, callerTrace}} {
 		t.Run(name, func(t *testing.T) {
 			spans := tracetest.NewInMemoryExporter()
-			sdk := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(telemetry.Sampler(c.ratio)))
+			sampling := telemetry.NewSampling(c.ratio, 0)
+			sdk := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sampling.Sampler()))
 			t.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
 			tp := &countingProvider{tp: sdk}
 			recv := newWebhookReceiver(t)
 			srv := testkit.NewServer(t, testkit.DB(t, testkit.SQLite), newProbe, testkit.Options{NoValidate: true,
-				Tracing: telemetry.NewSampled(tp, "agritrade-test", c.ratio), Configure: webhookConfig(recv.URL)})
+				Tracing: telemetry.NewSampled(tp, "agritrade-test", sampling), Configure: webhookConfig(recv.URL)})
 			req := testkit.Request{Method: http.MethodPost, Path: "/probe/v1/events", Header: map[string]string{"X-Request-ID": "req-unsampled"}}
 			if c.caller != "" {
 				req.Header["traceparent"] = "00-" + c.caller + "-" + callerSpan + "-00"

@@ -52,6 +52,10 @@ type Otel struct {
 	// parent-based: a caller's sampled traceparent is always continued. The
 	// standard OTEL_TRACES_SAMPLER, when set, replaces it.
 	SampleRatio float64 `mapstructure:"sample_ratio"`
+	// MaxTracesPerSecond bounds the new traces recorded per process
+	// (default 100; 0: no bound), so that tracing's cost stops growing with
+	// the traffic. A caller's sampled traceparent is always continued.
+	MaxTracesPerSecond float64 `mapstructure:"max_traces_per_second"`
 }
 
 // Events configures the live event stream (GET /system/v1/events).
@@ -397,6 +401,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("otel.endpoint", "")
 	v.SetDefault("otel.service_name", "agritrade")
 	v.SetDefault("otel.sample_ratio", 0.1)
+	v.SetDefault("otel.max_traces_per_second", 100)
 	v.SetDefault("idempotency.ttl", 24*time.Hour)
 	v.SetDefault("idempotency.lease", time.Minute)
 	v.SetDefault("idempotency.purge_interval", 10*time.Minute)
@@ -473,6 +478,9 @@ func (c *Config) validate() error {
 	}
 	if c.Otel.SampleRatio < 0 || c.Otel.SampleRatio > 1 {
 		bad = append(bad, fmt.Sprintf("otel.sample_ratio %g: must be between 0 and 1", c.Otel.SampleRatio))
+	}
+	if c.Otel.MaxTracesPerSecond < 0 {
+		bad = append(bad, fmt.Sprintf("otel.max_traces_per_second %g: must be 0 (no bound) or more", c.Otel.MaxTracesPerSecond))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(bad, "; "))

@@ -183,3 +183,34 @@ func TestThumbnailSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestTracingSettings: the sampling keys have their defaults (a tenth of new
+// traces, at most 100 a second) and come from the environment; a ratio
+// outside 0..1 or a negative bound is refused naming the key.
+func TestTracingSettings(t *testing.T) {
+	inDir(t, t.TempDir())
+	c, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Otel.SampleRatio != 0.1 || c.Otel.MaxTracesPerSecond != 100 {
+		t.Fatalf("defaults: %+v", c.Otel)
+	}
+	t.Setenv("AGRITRADE_OTEL_SAMPLE_RATIO", "0.5")
+	t.Setenv("AGRITRADE_OTEL_MAX_TRACES_PER_SECOND", "0")
+	if c, err = config.Load(""); err != nil || c.Otel.SampleRatio != 0.5 || c.Otel.MaxTracesPerSecond != 0 {
+		t.Fatalf("from the environment: %+v, %v", c.Otel, err)
+	}
+	for _, bad := range []struct{ key, value string }{
+		{"AGRITRADE_OTEL_SAMPLE_RATIO", "1.5"},
+		{"AGRITRADE_OTEL_MAX_TRACES_PER_SECOND", "-1"},
+	} {
+		t.Run(bad.key, func(t *testing.T) {
+			t.Setenv(bad.key, bad.value)
+			want := "otel." + strings.ToLower(strings.TrimPrefix(bad.key, "AGRITRADE_OTEL_"))
+			if _, err := config.Load(""); err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v, want one naming %s", err, want)
+			}
+		})
+	}
+}

@@ -24,6 +24,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/agritrade/api/platform/config"
 	"github.com/gin-gonic/gin"
@@ -58,7 +60,7 @@ type Tracing struct {
 	// is tp for them). Otherwise (New, OTEL_TRACES_SAMPLER) the sampler is
 	// not known and every request runs them, as the SDK decides per span.
 	presampled bool
-	ratio      float64
+	sampling   *Sampling
 	gated      trace.TracerProvider
 	// shutdown flushes and stops the exporter the provider owns (Open only).
 	shutdown func(context.Context) error
@@ -87,15 +89,13 @@ func Endpoint(cfg config.Otel) string {
 
 // Open starts tracing when an endpoint is configured (see Endpoint) and
 // answers nil (off) otherwise. The spans go out in batches over OTLP/HTTP.
-// The sampler is parent-based with otel.sample_ratio of new traces recorded:
-// recording and exporting every request's spans costs more CPU than serving
-// a cached document does (BenchmarkTracing), while a tenth of the traffic
-// still shows every route's latency and errors; a caller's sampled
-// traceparent is always continued, so traces across services stay whole.
-// The standard OTEL_TRACES_SAMPLER, when set, replaces it (the SDK reads it
-// when no sampler is given); requests then pay for the instrumentations
-// whether sampled or not (see New). It also becomes the global provider and
-// propagator, for libraries that only know those.
+// The sampler is parent-based with otel.sample_ratio of new traces recorded,
+// at most otel.max_traces_per_second of them (see Sampling); a caller's
+// sampled traceparent is always continued, so traces across services stay
+// whole. The standard OTEL_TRACES_SAMPLER, when set, replaces it (the SDK
+// reads it when no sampler is given); requests then pay for the
+// instrumentations whether sampled or not (see New). It also becomes the
+// global provider and propagator, for libraries that only know those.
 func Open(ctx context.Context, cfg config.Otel, version string) (*Tracing, error) {
 	if Endpoint(cfg) == "" {
 		return nil, nil
@@ -130,8 +130,9 @@ func Open(ctx context.Context, cfg config.Otel, version string) (*Tracing, error
 	// one the SDK resolves in ways of its own): it cannot be decided ahead,
 	// so requests then run the instrumentations and the SDK decides.
 	envSampler := strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER")) != ""
+	sampling := NewSampling(cfg.SampleRatio, cfg.MaxTracesPerSecond)
 	if !envSampler {
-		tpOpts = append(tpOpts, sdktrace.WithSampler(Sampler(cfg.SampleRatio)))
+		tpOpts = append(tpOpts, sdktrace.WithSampler(sampling.Sampler()))
 	}
 	tp := sdktrace.NewTracerProvider(tpOpts...)
 	otel.SetTracerProvider(tp)
@@ -140,33 +141,115 @@ func Open(ctx context.Context, cfg config.Otel, version string) (*Tracing, error
 	if envSampler {
 		t = New(tp, service)
 	} else {
-		t = NewSampled(tp, service, cfg.SampleRatio)
+		t = NewSampled(tp, service, sampling)
 	}
 	t.shutdown = tp.Shutdown
 	return t, nil
 }
 
+// Sampling is how the platform chooses new traces: ratio of them, and at
+// most maxPerSecond a second (per process) whatever the traffic.
+//
+// Why a limit as well as a ratio: a sampled request costs about as much CPU
+// again as a cached read (the server span's attributes, the SDK's span, the
+// OTLP encoding, the garbage: BenchmarkTracing at ratio 1), so with a ratio
+// alone tracing's cost grows with the traffic, and is largest when the
+// replica is busiest. With the limit it is bounded: 100 traces a second is
+// under 1% of a core, and still far more traces of every route than anyone
+// reads. Below limit/ratio requests a second (1,000 at the defaults) the
+// ratio alone decides. A caller's sampled traceparent is never limited: a
+// trace another service started stays whole.
+type Sampling struct {
+	ratio sdktrace.Sampler
+	draw  float64
+	limit *rateLimit // nil: no limit
+}
+
+// NewSampling answers ratio of new traces, at most maxPerSecond a second
+// (0: no limit).
+func NewSampling(ratio, maxPerSecond float64) *Sampling {
+	s := &Sampling{ratio: sdktrace.TraceIDRatioBased(ratio), draw: ratio}
+	if maxPerSecond > 0 {
+		s.limit = newRateLimit(maxPerSecond)
+	}
+	return s
+}
+
 // Sampler is the platform's sampler: parent-based (a caller's decision is
-// kept, the children of an unsampled span are not recorded), with ratio of
-// new traces recorded. A new trace whose request Gin decided to sample is
-// recorded whatever the ratio says: the decision is taken once.
-func Sampler(ratio float64) sdktrace.Sampler {
-	return sdktrace.ParentBased(rootSampler{ratio: sdktrace.TraceIDRatioBased(ratio)})
+// kept, the children of an unsampled span are not recorded), with the new
+// traces chosen by s. A new trace whose request Gin decided to sample is
+// recorded without asking again: the decision is taken once.
+func (s *Sampling) Sampler() sdktrace.Sampler {
+	return sdktrace.ParentBased(rootSampler{s: s})
+}
+
+// newTrace decides whether a new trace a request starts is recorded.
+func (s *Sampling) newTrace() bool {
+	draw := s.draw >= 1 || s.draw > 0 && rand.Float64() < s.draw //nolint:gosec // a sampling draw, no secret
+	return draw && s.limit.allow()
 }
 
 // sampledKey marks the context of a request Gin decided to sample.
 type sampledKey struct{}
 
-type rootSampler struct{ ratio sdktrace.Sampler }
+type rootSampler struct{ s *Sampling }
 
-func (s rootSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+func (r rootSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
 	if p.ParentContext != nil && p.ParentContext.Value(sampledKey{}) != nil {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
 	}
-	return s.ratio.ShouldSample(p)
+	res := r.s.ratio.ShouldSample(p)
+	if res.Decision == sdktrace.RecordAndSample && !r.s.limit.allow() {
+		res.Decision = sdktrace.Drop
+	}
+	return res
 }
 
-func (s rootSampler) Description() string { return "PresampledOr{" + s.ratio.Description() + "}" }
+func (r rootSampler) Description() string {
+	d := "PresampledOr{" + r.s.ratio.Description()
+	if r.s.limit != nil {
+		d += fmt.Sprintf(",MaxPerSecond:%g", r.s.limit.perSecond)
+	}
+	return d + "}"
+}
+
+// rateLimit lets through at most perSecond events a second, with a burst of
+// one second's worth, without a lock: the generic cell rate algorithm keeps
+// one number, the time the next event is due, and a caller lets itself
+// through by moving it on by one interval if it is not more than the burst
+// ahead of now. A nil *rateLimit lets everything through.
+type rateLimit struct {
+	perSecond float64
+	interval  int64 // ns between events
+	burst     int64 // ns the due time may run ahead of now
+	due       atomic.Int64
+	epoch     time.Time // due is ns since epoch, on the monotonic clock
+}
+
+func newRateLimit(perSecond float64) *rateLimit {
+	iv := int64(float64(time.Second) / perSecond)
+	if iv < 1 {
+		iv = 1
+	}
+	return &rateLimit{perSecond: perSecond, interval: iv, burst: int64(time.Second), epoch: time.Now()}
+}
+
+func (l *rateLimit) allow() bool {
+	if l == nil {
+		return true
+	}
+	now := int64(time.Since(l.epoch))
+	for {
+		due := l.due.Load()
+		next := max(due, now) + l.interval
+		if next-now > l.burst {
+			return false
+		}
+		if l.due.CompareAndSwap(due, next) {
+			return true
+		}
+	}
+}
 
 // New wraps a provider the caller owns (tests: an SDK provider over
 // tracetest) whose sampler is its own: every request runs the
@@ -175,12 +258,12 @@ func New(tp trace.TracerProvider, service string) *Tracing {
 	return &Tracing{tp: tp, service: service, gated: tp}
 }
 
-// NewSampled wraps a provider that samples with Sampler(ratio) (what Open
+// NewSampled wraps a provider that samples with s.Sampler() (what Open
 // makes; tests: an SDK provider over tracetest): each request's sampling is
 // decided before the instrumentations run, and they do nothing for an
 // unsampled one.
-func NewSampled(tp trace.TracerProvider, service string, ratio float64) *Tracing {
-	return &Tracing{tp: tp, service: service, presampled: true, ratio: ratio, gated: gatedProvider{tp: tp}}
+func NewSampled(tp trace.TracerProvider, service string, s *Sampling) *Tracing {
+	return &Tracing{tp: tp, service: service, presampled: true, sampling: s, gated: gatedProvider{tp: tp}}
 }
 
 // Enabled tells whether spans are recorded.
@@ -240,7 +323,7 @@ func (t *Tracing) Gin() gin.HandlerFunc {
 		case parent.IsSampled():
 			server(c) // extracts the caller's traceparent again: once a sampled request
 			return
-		case !parent.IsValid() && t.sampleNew():
+		case !parent.IsValid() && t.sampling.newTrace():
 			c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), sampledKey{}, true))
 			server(c)
 			return
@@ -260,11 +343,6 @@ func untracedPath(path string) bool {
 		return true
 	}
 	return false
-}
-
-// sampleNew decides whether a new trace is recorded: ratio of them are.
-func (t *Tracing) sampleNew() bool {
-	return t.ratio >= 1 || t.ratio > 0 && rand.Float64() < t.ratio //nolint:gosec // a sampling draw, no secret
 }
 
 // newTraceID and newSpanID are random and not zero, as W3C asks. Ids are

@@ -231,8 +231,9 @@ func get(e *gin.Engine, traceparent string) string {
 // 0.5 each), and every request has a trace id.
 func TestGinSamplesNewTracesOnceAtTheRatio(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(telemetry.Sampler(0.5)))
-	e := ginServer(telemetry.NewSampled(tp, "t", 0.5))
+	sampling := telemetry.NewSampling(0.5, 0)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sampling.Sampler()))
+	e := ginServer(telemetry.NewSampled(tp, "t", sampling))
 	const n = 400
 	said := 0
 	for range n {
@@ -247,6 +248,65 @@ func TestGinSamplesNewTracesOnceAtTheRatio(t *testing.T) {
 	recorded := len(spans.GetSpans())
 	if recorded != said || recorded < 150 || recorded > 250 {
 		t.Fatalf("%d of %d requests recorded (%d said sampled), want about half", recorded, n, said)
+	}
+}
+
+// TestGinRecordsAtMostTheLimitOfNewTraces: at ratio 1 with a limit of 5 a
+// second, a burst of 60 requests records 5 new traces (6 if the clock moves
+// on by a fifth of a second meanwhile) and every request still has a trace
+// id; once the limit is spent a caller's sampled traceparent is continued
+// all the same, and a span started outside a request (no parent) is held to
+// the same limit.
+func TestGinRecordsAtMostTheLimitOfNewTraces(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	sampling := telemetry.NewSampling(1, 5)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sampling.Sampler()))
+	tr := telemetry.NewSampled(tp, "t", sampling)
+	e := ginServer(tr)
+	said := 0
+	for range 60 {
+		id, sampled, _ := strings.Cut(get(e, ""), " ")
+		if len(id) != 32 || id == strings.Repeat("0", 32) {
+			t.Fatalf("a request without a trace id: %q", id)
+		}
+		if sampled == "true" {
+			said++
+		}
+	}
+	if recorded := len(spans.GetSpans()); recorded != said || recorded < 5 || recorded > 6 {
+		t.Fatalf("%d of 60 new traces recorded (%d said sampled), want 5 (or 6)", recorded, said)
+	}
+	const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
+	if got := get(e, "00-"+caller+"-00f067aa0ba902b7-01"); got != caller+" true" {
+		t.Fatalf("a caller's sampled trace past the limit: the handler saw %q", got)
+	}
+	spans.Reset()
+	for range 20 {
+		_, span := tr.Tracer().Start(context.Background(), "background")
+		span.End()
+	}
+	if n := len(spans.GetSpans()); n > 2 {
+		t.Fatalf("%d of 20 new background traces recorded past the limit, want at most 2", n)
+	}
+}
+
+// TestSamplingLimitRefills: a limit spent lets a new trace through again
+// once its interval has passed (20 a second: one every 50 ms).
+func TestSamplingLimitRefills(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	sampling := telemetry.NewSampling(1, 20)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sampling.Sampler()))
+	e := ginServer(telemetry.NewSampled(tp, "t", sampling))
+	for range 100 {
+		get(e, "")
+	}
+	spent := len(spans.GetSpans())
+	if spent < 20 || spent > 30 {
+		t.Fatalf("%d of 100 recorded at 20 a second, want about 20", spent)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if _, sampled, _ := strings.Cut(get(e, ""), " "); sampled != "true" {
+		t.Fatal("no new trace recorded 150 ms after the limit was spent")
 	}
 }
 
@@ -283,8 +343,9 @@ func TestEnvSamplerDecidesEveryRequest(t *testing.T) {
 // an unsampled context start no span.
 func TestInstrumentDB_ExecPreparedStatementIsAQuerySpan(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(telemetry.Sampler(1)))
-	tr := telemetry.NewSampled(tp, "t", 1)
+	sampling := telemetry.NewSampling(1, 0)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sampling.Sampler()))
+	tr := telemetry.NewSampled(tp, "t", sampling)
 	bdb := tr.InstrumentDB(testkit.DB(t, testkit.SQLite))
 	ctx := context.Background()
 	if _, err := bdb.NewRaw("CREATE TABLE points (id TEXT PRIMARY KEY, kind TEXT)").Exec(telemetry.Untraced(ctx)); err != nil {
