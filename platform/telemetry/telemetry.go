@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -420,12 +421,33 @@ func (h queryHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.C
 	if h.gated && unsampled(trace.SpanFromContext(ctx)) {
 		return ctx
 	}
-	return h.QueryHook.BeforeQuery(ctx, e)
+	qctx := h.QueryHook.BeforeQuery(ctx, e)
+	if e.Query == "BEGIN" {
+		// bun keeps the context BEGIN's hook answers as its transaction's,
+		// so the transaction's COMMIT or ROLLBACK would be a child of BEGIN
+		// (a span already ended). BEGIN's span travels under a key of its
+		// own instead, for AfterQuery, and the caller's span stays current.
+		return context.WithValue(ctx, beginSpanKey{}, trace.SpanFromContext(qctx))
+	}
+	return qctx
 }
 
+// beginSpanKey holds a BEGIN's span from BeforeQuery to AfterQuery.
+type beginSpanKey struct{}
+
 func (h queryHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
-	if h.gated && unsampled(trace.SpanFromContext(ctx)) {
+	if begin, ok := ctx.Value(beginSpanKey{}).(trace.Span); ok && e.Query == "BEGIN" {
+		ctx = trace.ContextWithSpan(ctx, begin)
+	}
+	span := trace.SpanFromContext(ctx)
+	if h.gated && unsampled(span) {
 		return
+	}
+	if span.IsRecording() {
+		// bunotel names the first function outside bun on the stack as the
+		// query's caller (code.*): that is this hook. The span shows the
+		// code that asked for the query instead.
+		ctx = trace.ContextWithSpan(ctx, callerSpan{Span: span, caller: queryCaller()})
 	}
 	if _, raw := e.IQuery.(*bun.RawQuery); raw {
 		// bun names every raw query SELECT: the span takes the verb of
@@ -439,6 +461,53 @@ func (h queryHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
 		e = &ev
 	}
 	h.QueryHook.AfterQuery(ctx, e)
+}
+
+// callerSpan is a query's span as bunotel sees it: its code.* attributes
+// are replaced by caller's.
+type callerSpan struct {
+	trace.Span
+	caller [3]attribute.KeyValue
+}
+
+func (s callerSpan) SetAttributes(kv ...attribute.KeyValue) {
+	for i, a := range kv {
+		switch a.Key {
+		case "code.function":
+			kv[i] = s.caller[0]
+		case "code.filepath":
+			kv[i] = s.caller[1]
+		case "code.lineno":
+			kv[i] = s.caller[2]
+		}
+	}
+	s.Span.SetAttributes(kv...)
+}
+
+// queryCaller answers the code.* attributes of the function that asked for
+// the query being traced: the first on the stack outside bun and the
+// platform's own database layers (db's Conn, InTx and prepared statements,
+// this package's hook).
+func queryCaller() [3]attribute.KeyValue {
+	var pcs [24]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	var f runtime.Frame
+	for more := true; more; {
+		f, more = frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/uptrace/bun") &&
+			!strings.HasPrefix(f.Function, "github.com/agritrade/api/platform/db.") &&
+			!strings.HasPrefix(f.Function, "github.com/agritrade/api/platform/telemetry.") &&
+			!strings.HasPrefix(f.Function, "database/sql.") {
+			break
+		}
+	}
+	fn := f.Function
+	if i := strings.LastIndexByte(fn, '/'); i >= 0 {
+		fn = fn[i+1:]
+	}
+	return [3]attribute.KeyValue{
+		attribute.String("code.function", fn), attribute.String("code.filepath", f.File), attribute.Int("code.lineno", f.Line),
+	}
 }
 
 // InstrumentRedis adds a span per command to the client (nothing when off).

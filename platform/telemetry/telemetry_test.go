@@ -373,7 +373,7 @@ func TestInstrumentDB_ExecPreparedStatementIsAQuerySpan(t *testing.T) {
 	rctx, request := tr.Tracer().Start(ctx, "request")
 	write(rctx, "b")
 	request.End()
-	var ins, del sdktrace.ReadOnlySpan
+	var ins, del, begin, commit sdktrace.ReadOnlySpan
 	for _, s := range spans.GetSpans().Snapshots() {
 		for _, kv := range s.Attributes() {
 			if strings.Contains(kv.Value.String(), "secret-kind") {
@@ -385,16 +385,22 @@ func TestInstrumentDB_ExecPreparedStatementIsAQuerySpan(t *testing.T) {
 			ins = s
 		case "DELETE":
 			del = s
+		case "BEGIN":
+			begin = s
+		case "COMMIT":
+			commit = s
 		}
 	}
-	if ins == nil || del == nil {
+	if ins == nil || del == nil || begin == nil || commit == nil {
 		var names []string
 		for _, s := range spans.GetSpans() {
 			names = append(names, s.Name)
 		}
-		t.Fatalf("INSERT span %v, DELETE span %v; recorded %v", ins != nil, del != nil, names)
+		t.Fatalf("INSERT, DELETE, BEGIN, COMMIT spans %v %v %v %v; recorded %v", ins != nil, del != nil, begin != nil, commit != nil, names)
 	}
-	for _, s := range []sdktrace.ReadOnlySpan{ins, del} {
+	// Every statement of the transaction, its COMMIT too, is a child of
+	// the request, not of BEGIN.
+	for _, s := range []sdktrace.ReadOnlySpan{ins, del, begin, commit} {
 		if s.Parent().SpanID() != request.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
 			t.Errorf("%s span: parent %s kind %v, want a client span under the request %s", s.Name(), s.Parent().SpanID(), s.SpanKind(), request.SpanContext().SpanID())
 		}
@@ -407,6 +413,15 @@ func TestInstrumentDB_ExecPreparedStatementIsAQuerySpan(t *testing.T) {
 	}
 	if got := attr(del, "db.operation"); got != "DELETE" {
 		t.Errorf("raw DELETE db.operation %q", got)
+	}
+	// The caller is the code that asked for the query (the function given
+	// to InTx here), not bun, the platform's db layer or the hook.
+	for _, s := range []sdktrace.ReadOnlySpan{ins, del} {
+		fn, file := attr(s, "code.function"), attr(s, "code.filepath")
+		if !strings.HasPrefix(fn, "telemetry_test.TestInstrumentDB_ExecPreparedStatementIsAQuerySpan.func") ||
+			!strings.HasSuffix(file, "/telemetry_test.go") || attr(s, "code.lineno") == "0" {
+			t.Errorf("%s span: caller %s %s:%s, want this test's function", s.Name(), fn, file, attr(s, "code.lineno"))
+		}
 	}
 	var n int
 	if err := bdb.NewRaw("SELECT count(*) FROM points").Scan(telemetry.Untraced(ctx), &n); err != nil || n != 2 {
