@@ -65,6 +65,28 @@ func TestServiceLogLinesCarryRequestIDWithoutTracing(t *testing.T) {
 	}
 }
 
+// TestServiceLogLineOnlyForACommittedChange: a repeat of a listing create
+// with the same Idempotency-Key runs the handler up to its transaction and
+// rolls it back (the kept answer goes out): "listing created" is logged
+// once, for the change that committed, with the first request's id.
+func TestServiceLogLineOnlyForACommittedChange(t *testing.T) {
+	s := testkit.NewServer(t, testkit.DB(t, testkit.SQLite), func(p *app.Platform) []module.Module { return buildModules(p) }, testkit.Options{NoValidate: true})
+	kind, body := listingBody(t, 3, "keyed listing")
+	for i, id := range []string{"req-keyed-1", "req-keyed-2"} {
+		res := s.Do(testkit.Request{Method: http.MethodPost, Path: "/livestock/v1/listings/" + kind, Token: s.Token(testkit.Farmer), JSON: body,
+			Header: map[string]string{"X-Request-ID": id, "Idempotency-Key": "keyed-log-1"}})
+		if res.Status != http.StatusOK || (i == 1) != (res.Header.Get("Idempotent-Replayed") == "true") {
+			t.Fatalf("attempt %d: %d %v %s", i, res.Status, res.Header, res.Body)
+		}
+	}
+	if n := strings.Count(s.Logs.String(), `msg="listing created"`); n != 1 {
+		t.Fatalf("%d \"listing created\" lines for one change, want 1:\n%s", n, s.Logs.String())
+	}
+	if line := lastLogLine(s, `msg="listing created"`); !strings.Contains(line, "request_id=req-keyed-1") {
+		t.Fatalf("the line names another request: %s", line)
+	}
+}
+
 // TestRedisAndProviderCallsAreChildSpans: with tracing on, a settings read
 // over the Redis cache records the Redis commands, and a search answered by
 // an outside geocoder (a stand-in serving Nominatim's recorded answer)

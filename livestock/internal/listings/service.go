@@ -76,6 +76,11 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 		if err := tx.Insert(ctx, l); err != nil {
 			return err
 		}
+		// Once committed: under an Idempotency-Key the change commits with
+		// the key's answer, after this returns, or rolls back (a repeat).
+		db.AfterCommit(ctx, func() {
+			logging.Ctx(ctx, s.log).WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")
+		})
 		if l.Status != StatusActive {
 			return nil
 		}
@@ -84,7 +89,6 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	if err != nil {
 		return "", err
 	}
-	logging.Ctx(ctx, s.log).WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")
 	return l.ID, nil
 }
 

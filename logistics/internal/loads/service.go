@@ -133,6 +133,11 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 		if len(taken) > 0 {
 			return apierr.Conflict("a load of organiser %s with reference %q already exists", taken[0].OrganiserID, taken[0].Reference)
 		}
+		// Once committed: under an Idempotency-Key the change commits with
+		// the key's answer, after this returns, or rolls back (a repeat).
+		db.AfterCommit(ctx, func() {
+			logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"loads": len(loads), "user": p.UserID}).Debug("loads created")
+		})
 		return tx.Insert(ctx, loads)
 	})
 	if db.IsUniqueViolation(err) {
@@ -141,7 +146,6 @@ func (s *Service) create(ctx context.Context, p *auth.Principal, drafts []Draft,
 	if err != nil {
 		return nil, err
 	}
-	logging.Ctx(ctx, s.log).WithFields(logrus.Fields{"loads": len(loads), "user": p.UserID}).Debug("loads created")
 	return loads, nil
 }
 
