@@ -170,15 +170,19 @@ func TestThumbnailSettings(t *testing.T) {
 		c.Files.ThumbMaxPixels != 1_000_000 || c.Files.ThumbConcurrency != 4 {
 		t.Fatalf("from the environment: %+v, %v", c.Files, err)
 	}
-	for _, bad := range []struct{ key, value string }{
-		{"AGRITRADE_FILES_THUMB_MAX_PIXELS", "0"},
-		{"AGRITRADE_FILES_THUMB_CONCURRENCY", "-1"},
-	} {
-		t.Run(bad.key, func(t *testing.T) {
-			t.Setenv(bad.key, bad.value)
-			want := strings.ToLower(strings.TrimPrefix(bad.key, "AGRITRADE_FILES_"))
-			if _, err := config.Load(""); err == nil || !strings.Contains(err.Error(), "files."+want) {
-				t.Fatalf("error %v, want one naming files.%s", err, want)
+	refusedNamingKey(t, map[string]string{"AGRITRADE_FILES_THUMB_MAX_PIXELS": "0", "AGRITRADE_FILES_THUMB_CONCURRENCY": "-1"})
+}
+
+// refusedNamingKey checks that each environment variable set to its bad
+// value makes Load fail with an error naming the key (AGRITRADE_A_B_C: a.b_c).
+func refusedNamingKey(t *testing.T, bad map[string]string) {
+	t.Helper()
+	for env, value := range bad {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, value)
+			section, key, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(env, "AGRITRADE_")), "_")
+			if _, err := config.Load(""); err == nil || !strings.Contains(err.Error(), section+"."+key) {
+				t.Fatalf("error %v, want one naming %s.%s", err, section, key)
 			}
 		})
 	}
@@ -201,16 +205,5 @@ func TestTracingSettings(t *testing.T) {
 	if c, err = config.Load(""); err != nil || c.Otel.SampleRatio != 0.5 || c.Otel.MaxTracesPerSecond != 0 {
 		t.Fatalf("from the environment: %+v, %v", c.Otel, err)
 	}
-	for _, bad := range []struct{ key, value string }{
-		{"AGRITRADE_OTEL_SAMPLE_RATIO", "1.5"},
-		{"AGRITRADE_OTEL_MAX_TRACES_PER_SECOND", "-1"},
-	} {
-		t.Run(bad.key, func(t *testing.T) {
-			t.Setenv(bad.key, bad.value)
-			want := "otel." + strings.ToLower(strings.TrimPrefix(bad.key, "AGRITRADE_OTEL_"))
-			if _, err := config.Load(""); err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("error %v, want one naming %s", err, want)
-			}
-		})
-	}
+	refusedNamingKey(t, map[string]string{"AGRITRADE_OTEL_SAMPLE_RATIO": "1.5", "AGRITRADE_OTEL_MAX_TRACES_PER_SECOND": "-1"})
 }
