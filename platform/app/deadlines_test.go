@@ -369,3 +369,53 @@ func TestMaxConns(t *testing.T) {
 	}
 	_ = held[1].Close()
 }
+
+// TestDownloads_200_TailInTheLastWrite: a body a little over writeChunk (the
+// 34 KB settings document) reaches the connection in the two writes net/http
+// makes of one large Write (its 4 KiB buffer with the header, then the rest),
+// not with its tail past writeChunk buffered and sent in a write of its own.
+func TestDownloads_200_TailInTheLastWrite(t *testing.T) {
+	body := bytes.Repeat([]byte("s"), writeChunk+1450)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		_, _ = w.Write(body)
+	})
+	writes := &atomic.Int64{}
+	addr, _ := deadlineServerClosed(t, testDeadlines, h, func(ln net.Listener) net.Listener { return countWrites{ln, writes} })
+	res, err := http.Get("http://" + addr + "/settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || !bytes.Equal(got, body) {
+		t.Fatalf("status %d, %d of %d bytes, %v", res.StatusCode, len(got), len(body), err)
+	}
+	if n := writes.Load(); n > 2 {
+		t.Fatalf("the response took %d writes on the connection, want 2", n)
+	}
+}
+
+// countWrites counts the writes on the connections it accepts.
+type countWrites struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countWrites) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	return countedConn{c, l.n}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countedConn) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(p)
+}
