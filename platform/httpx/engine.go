@@ -6,7 +6,9 @@ package httpx
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -154,9 +156,14 @@ func requestID(log *logging.Module, version string) gin.HandlerFunc {
 		versionValue = []string{version}
 	}
 	return func(c *gin.Context) {
-		id := c.GetHeader(HeaderRequestID)
+		// The map under the canonical key: GetHeader would canonicalise
+		// "X-Request-ID" (a new string) on every request.
+		var id string
+		if v := c.Request.Header[canonRequestID]; len(v) > 0 {
+			id = v[0]
+		}
 		if !safeRequestID.MatchString(id) {
-			id = uuid.Must(uuid.NewV7()).String()
+			id = newRequestID()
 		}
 		c.Set(requestKey, id)
 		// In the request's context too: what a feature logs with it
@@ -174,13 +181,30 @@ func requestID(log *logging.Module, version string) gin.HandlerFunc {
 	}
 }
 
+// newRequestID is a UUIDv7 (time-ordered, as the records' ids) whose random
+// bits come from math/rand/v2: the runtime's ChaCha8 generator, seeded from
+// the system and per thread. A request id must be unique, not secret, and
+// uuid.NewV7 reads crypto/rand (a locked DRBG) on every request.
+func newRequestID() string {
+	var u uuid.UUID
+	a, b := rand.Uint64(), rand.Uint64() //nolint:gosec // a request id, no secret
+	binary.BigEndian.PutUint64(u[0:8], uint64(time.Now().UnixMilli())<<16|a&0xffff)
+	binary.BigEndian.PutUint64(u[8:16], b)
+	u[6] = 0x70 | u[6]&0x0f // version 7
+	u[8] = 0x80 | u[8]&0x3f // RFC 9562 variant
+	return u.String()
+}
+
 // Scope marks the routes of a module: its X-API-Version header and its logger,
 // so that the module's log settings govern its requests' logs too.
 func Scope(log *logging.Module, version string) gin.HandlerFunc {
 	versionValue := []string{log.Name() + "/" + version}
+	// Boxed once: a string put in the context's map as any is a new
+	// allocation on every request.
+	var name any = log.Name()
 	return func(c *gin.Context) {
 		c.Writer.Header()[canonAPIVersion] = versionValue
-		c.Set(moduleKey, log.Name())
+		c.Set(moduleKey, name)
 		c.Set(logModuleKey, log)
 		if _, made := c.Get(loggerKey); made {
 			c.Set(loggerKey, (*logrus.Entry)(nil)) // made with the platform's logger: made again with the module's

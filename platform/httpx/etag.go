@@ -48,12 +48,23 @@ func sameContent(tag string) string {
 // If-None-Match matches, answers 304 without a body and returns true: the
 // handler then has nothing left to write.
 func Conditional(c *gin.Context, etag, cacheControl string) bool {
-	h := c.Writer.Header()
-	h["Etag"] = []string{etag}
+	var cc []string
 	if cacheControl != "" {
-		h["Cache-Control"] = []string{cacheControl}
+		cc = []string{cacheControl}
 	}
-	if ETagMatches(c.GetHeader("If-None-Match"), etag) {
+	return conditional(c, []string{etag}, cc)
+}
+
+// conditional is Conditional with the header values' slices made by the
+// caller (WriteRepresentation makes all of its values in one allocation); a
+// nil cacheControl sets none.
+func conditional(c *gin.Context, etag, cacheControl []string) bool {
+	h := c.Writer.Header()
+	h["Etag"] = etag
+	if cacheControl != nil {
+		h["Cache-Control"] = cacheControl
+	}
+	if ETagMatches(c.GetHeader("If-None-Match"), etag[0]) {
 		c.Status(http.StatusNotModified)
 		c.Writer.WriteHeaderNow()
 		return true

@@ -100,20 +100,29 @@ func WriteRepresentation(c *gin.Context, contentType string, body, gz []byte, et
 			h["Vary"] = varyAcceptEncoding
 		}
 	}
-	tag := etag
+	// The header values, each a slice of one array of them: one allocation
+	// instead of one per header. Each slice's capacity is its length, so an
+	// append to one copies it rather than writing over the next.
+	v := new([4]string)
+	v[0], v[1], v[2] = etag, cacheControl, contentType
 	if useGzip {
-		tag = GzipETag(etag)
+		v[0] = GzipETag(etag)
 	}
-	if Conditional(c, tag, cacheControl) {
+	var cc []string
+	if cacheControl != "" {
+		cc = v[1:2:2]
+	}
+	if conditional(c, v[0:1:1], cc) {
 		return
 	}
 	if useGzip {
 		h["Content-Encoding"] = gzipEncoding
 		body = gz
 	}
-	h["Content-Type"] = []string{contentType}
+	h["Content-Type"] = v[2:3:3]
 	// A known length spares the chunked encoding of a large document.
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	v[3] = strconv.Itoa(len(body))
+	h["Content-Length"] = v[3:4:4]
 	c.Status(http.StatusOK)
 	_, _ = c.Writer.Write(body) // a client gone mid-answer has nothing to be told
 }
