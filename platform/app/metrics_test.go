@@ -202,6 +202,12 @@ func TestMetricsAfterRealOperations(t *testing.T) {
 		if bdb.Dialect().Name().String() == "sqlite" && after.value("agritrade_sqlite_wal_bytes") <= 0 {
 			t.Error("the WAL of a database just written is empty")
 		}
+		if bdb.Dialect().Name().String() == "sqlite" {
+			commits, writes := after.value("agritrade_sqlite_write_commits_total"), after.value("agritrade_sqlite_write_transactions_total")
+			if commits <= 0 || writes < commits || writes > 32*commits {
+				t.Errorf("group commit: %v write transactions in %v COMMITs, want at least one COMMIT of 1 to 32", writes, commits)
+			}
+		}
 		if bdb.Dialect().Name().String() == "sqlite" { // the WAL panel is SQLite's
 			checkDeployReferences(t, after)
 		}

@@ -6,7 +6,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -138,104 +137,6 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	return bdb, nil
 }
 
-// writeGates holds, per SQLite database opened here, the gate its write
-// transactions pass one at a time. SQLite lets one writer in; the others
-// (every InTx begins IMMEDIATE) would wait in its busy handler, which polls
-// with sleeps of up to 100 ms: under a burst of creates most of the time went
-// to sleeping, and p99 grew with it. Queued here instead, the next writer
-// starts the moment the previous one commits. Writers of other processes on
-// the same file still meet busy_timeout, as before. The key is the connection
-// pool, which the copies of a *bun.DB share (tracing wraps the DB in one).
-var writeGates sync.Map // *sql.DB -> *writeGate
-
-// writeGate is a SQLite database's gate, and the connection its InTx
-// transactions run on (one per copy of the *bun.DB: each has its own query
-// hooks). A connection's page cache is dropped whenever another connection
-// wrote to the file since its last transaction, so write transactions spread
-// over the pool each started cold, reading again the pages of every index a
-// create writes (a tenth of a create's CPU in a profile); on one connection
-// the pages stay.
-//
-// The connections go back to the pool once no write used them for
-// writeConnIdle, so that an idle or closing database holds none.
-type writeGate struct {
-	gate chan struct{}
-	// Only touched while the gate is held.
-	conns   map[*bun.DB]*bun.Conn
-	lastUse time.Time
-	idle    *time.Timer
-}
-
-// writeConnIdle is how long the write connections stay out of the pool
-// without a write.
-const writeConnIdle = time.Second
-
-func newWriteGate() *writeGate {
-	return &writeGate{gate: make(chan struct{}, 1), conns: map[*bun.DB]*bun.Conn{}}
-}
-
-// releaseIfIdle gives the connections back unless a write used them within
-// writeConnIdle (the timer may fire just as a writer resets it).
-func (w *writeGate) releaseIfIdle() {
-	w.gate <- struct{}{}
-	defer func() { <-w.gate }()
-	if time.Since(w.lastUse) < writeConnIdle {
-		return
-	}
-	for db, c := range w.conns {
-		_ = c.Close()
-		delete(w.conns, db)
-	}
-}
-
-// txStarter is what begins a transaction: the pool, or the write connection.
-type txStarter interface {
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (bun.Tx, error)
-	RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx bun.Tx) error) error
-}
-
-// enterWrite waits for db's write gate (SQLite) and answers the connection
-// to write on, or answers the pool at once (PostgreSQL, which runs writers
-// side by side); leave releases the gate, and forgets the connection when
-// err says it broke, or that the request's context ended meanwhile (then
-// database/sql may have rolled its transaction back and discarded the
-// connection underneath).
-func enterWrite(ctx context.Context, db *bun.DB) (on txStarter, leave func(err error), err error) {
-	g, ok := writeGates.Load(db.DB)
-	if !ok {
-		return db, func(error) {}, nil
-	}
-	w := g.(*writeGate)
-	select {
-	case w.gate <- struct{}{}:
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	}
-	c := w.conns[db]
-	if c == nil {
-		conn, err := db.Conn(context.WithoutCancel(ctx))
-		if err != nil {
-			<-w.gate
-			return nil, nil, err
-		}
-		c = &conn
-		w.conns[db] = c
-	}
-	return *c, func(err error) {
-		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
-			_ = c.Close()
-			delete(w.conns, db)
-		}
-		w.lastUse = time.Now()
-		if w.idle == nil {
-			w.idle = time.AfterFunc(writeConnIdle, w.releaseIfIdle)
-		} else {
-			w.idle.Reset(writeConnIdle)
-		}
-		<-w.gate
-	}, nil
-}
-
 // IsPostgres tells whether db speaks PostgreSQL.
 func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 
@@ -243,11 +144,17 @@ func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 // fn registers with AfterCommit (on the ctx it receives) runs once the
 // transaction has committed.
 //
+// On SQLite the writers that meet at the write gate share one transaction,
+// each fn in a savepoint of its own, and one COMMIT (see batch.go): InTx
+// answers once that COMMIT is done, and fn's ctx carries no cancellation (a
+// request that ends meanwhile has its change rolled back after fn returns,
+// and InTx answers its context's error).
+//
 // On a context with a Claim (WithClaim) the first transaction that succeeds
-// does not commit here: it waits, open and holding SQLite's write gate, for
-// the claim's Commit, which writes the claim's row in it and commits both;
-// InTx answers nil meanwhile. Later InTx calls of the same request run in it
-// as savepoints.
+// does not commit here: it waits, open (on SQLite holding the write gate),
+// for the claim's Commit, which writes the claim's row in it and commits
+// both; InTx answers nil meanwhile. Later InTx calls of the same request run
+// in it as savepoints.
 func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
 	run := fn
 	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
@@ -261,15 +168,17 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 	if cl != nil && cl.open != nil {
 		return cl.open.nested(ctx, run)
 	}
+	if cl != nil && cl.done {
+		cl = nil // Commit or Abort ran: an ordinary transaction
+	}
 	h := &commitHooks{db: db}
-	on, leave, err := enterWrite(ctx, db)
-	if err != nil {
-		return err
+	if w := gateOf(db); w != nil {
+		return inBatch(ctx, w, db, h, cl, run)
 	}
-	if cl != nil && !cl.done {
-		return cl.begin(ctx, on, h, leave, run)
+	if cl != nil {
+		return cl.begin(ctx, db, h, run)
 	}
-	err = on.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, func(ctx context.Context, tx bun.Tx) error {
+	err := db.RunInTx(context.WithValue(ctx, commitHooksKey{}, h), nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := run(ctx, tx); err != nil {
 			return err
 		}
@@ -277,12 +186,56 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 		// transaction, as its last statements before the COMMIT.
 		return h.runBefore(ctx)
 	})
-	leave(err)
 	if err != nil {
 		return err
 	}
 	h.run()
 	return nil
+}
+
+// inBatch is InTx on SQLite: fn in a savepoint of the transaction the writers
+// at the gate share.
+func inBatch(ctx context.Context, w *writeGate, db *bun.DB, h *commitHooks, cl *Claim, run func(context.Context, bun.Tx) error) error {
+	m, err := w.enter(ctx, db)
+	if err != nil {
+		return err
+	}
+	mctx := context.WithValue(m.ctx, commitHooksKey{}, h)
+	returned := false
+	defer func() {
+		if !returned {
+			_ = m.end(false) // fn panicked: undo its writes, leave the gate
+		}
+	}()
+	err = run(mctx, m.b.tx)
+	returned = true
+	if err == nil && cl == nil {
+		err = h.runBefore(mctx)
+	}
+	if err == nil {
+		err = ctx.Err() // the request ended meanwhile: its change is not kept
+	}
+	if err != nil {
+		return withRollback(err, m.end(false))
+	}
+	if cl != nil {
+		cl.open = &openTx{ctx: mctx, tx: m.b.tx, hooks: h, end: m.end}
+		return nil
+	}
+	if err := m.end(true); err != nil {
+		return err
+	}
+	h.run()
+	return nil
+}
+
+// withRollback is err, joined with the error of the rollback after it if
+// that failed too (err itself otherwise, so that callers may compare it).
+func withRollback(err, rerr error) error {
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
 }
 
 type claimKey struct{}
@@ -305,8 +258,10 @@ type openTx struct {
 	ctx   context.Context // the transaction's, with its commit hooks
 	tx    bun.Tx
 	hooks *commitHooks
-	leave func(error)
-	n     int // savepoints made
+	// end commits (keep) or rolls back the change, answering the error of
+	// either.
+	end func(keep bool) error
+	n   int // savepoints made
 }
 
 // WithClaim answers ctx carrying a new claim (see Claim).
@@ -318,24 +273,29 @@ func WithClaim(ctx context.Context) (context.Context, *Claim) {
 // Open tells whether a change waits for Commit.
 func (c *Claim) Open() bool { return c.open != nil }
 
-func (c *Claim) begin(ctx context.Context, on txStarter, h *commitHooks, leave func(error), run func(context.Context, bun.Tx) error) error {
+// begin opens the claim's transaction on PostgreSQL.
+func (c *Claim) begin(ctx context.Context, db *bun.DB, h *commitHooks, run func(context.Context, bun.Tx) error) error {
 	tctx := context.WithValue(ctx, commitHooksKey{}, h)
-	tx, err := on.BeginTx(tctx, nil)
+	tx, err := db.BeginTx(tctx, nil)
 	if err != nil {
-		leave(err)
 		return err
 	}
 	ok := false
 	defer func() {
 		if !ok { // fn failed or panicked
-			leave(tx.Rollback())
+			_ = tx.Rollback()
 		}
 	}()
 	if err := run(tctx, tx); err != nil {
 		return err
 	}
 	ok = true
-	c.open = &openTx{ctx: tctx, tx: tx, hooks: h, leave: leave}
+	c.open = &openTx{ctx: tctx, tx: tx, hooks: h, end: func(keep bool) error {
+		if keep {
+			return tx.Commit()
+		}
+		return tx.Rollback()
+	}}
 	return nil
 }
 
@@ -372,12 +332,9 @@ func (c *Claim) Commit(write func(ctx context.Context, tx bun.Tx) error) error {
 		err = o.hooks.runBefore(o.ctx)
 	}
 	if err != nil {
-		o.leave(o.tx.Rollback())
-		return err
+		return withRollback(err, o.end(false))
 	}
-	err = o.tx.Commit()
-	o.leave(err)
-	if err != nil {
+	if err := o.end(true); err != nil {
 		return err
 	}
 	o.hooks.run()
@@ -389,7 +346,7 @@ func (c *Claim) Abort() {
 	o := c.open
 	c.open, c.done = nil, true
 	if o != nil {
-		o.leave(o.tx.Rollback())
+		_ = o.end(false)
 	}
 }
 

@@ -12,12 +12,24 @@ import (
 
 // Collectors answers the database's metrics: the connection pool
 // (go_sql_in_use_connections, go_sql_wait_count_total... of database/sql's
-// DBStats, db_name "agritrade") and, on SQLite, the size of the write-ahead
-// log, which grows when checkpoints cannot keep up with the writes.
+// DBStats, db_name "agritrade") and, on SQLite, the group commit's counts and
+// the size of the write-ahead log, which grows when checkpoints cannot keep
+// up with the writes.
 func Collectors(ctx context.Context, bdb *bun.DB) []prometheus.Collector {
 	out := []prometheus.Collector{collectors.NewDBStatsCollector(bdb.DB, "agritrade")}
 	if IsPostgres(bdb) {
 		return out
+	}
+	if w := gateOf(bdb); w != nil {
+		out = append(out,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agritrade_sqlite_write_commits_total",
+				Help: "COMMITs of the SQLite write transactions, each shared by the writers that met at the write gate.",
+			}, func() float64 { return float64(w.commits.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agritrade_sqlite_write_transactions_total",
+				Help: "Write transactions (InTx) committed on SQLite; divided by agritrade_sqlite_write_commits_total, the writers per COMMIT.",
+			}, func() float64 { return float64(w.writes.Load()) }))
 	}
 	if file := sqliteFile(ctx, bdb); file != "" {
 		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -12,9 +12,8 @@ import (
 )
 
 // TestInsert_409_AFailingInsertUndoesItsTransaction: an insert that fails on
-// the primary key (on SQLite, OR ROLLBACK, written without a statement
-// journal) fails the whole transaction: the listing written before it in the
-// same transaction is gone too, on both dialects.
+// the primary key fails the whole transaction: the listing written before it
+// in the same transaction is gone too, on both dialects.
 func TestInsert_409_AFailingInsertUndoesItsTransaction(t *testing.T) {
 	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
 		s := newServer(t, bdb)
