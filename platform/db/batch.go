@@ -21,6 +21,7 @@ import (
 // (every index page an insert touches, again for each insert) and, every
 // 1,000 WAL pages, the checkpoint's two fsyncs: half of the gate's time under
 // a burst of listing creates, while the writers queued behind it waited.
+// The checkpoints now run beside the writers (checkpoint.go).
 //
 // So the writers that meet at the gate share one transaction. Each runs its
 // function in a savepoint of the open transaction, on its own goroutine, in
@@ -84,8 +85,47 @@ type writeGate struct {
 	lastUse time.Time
 	idle    *time.Timer
 
-	// commits and writes count the COMMITs and the InTx transactions in them.
-	commits, writes atomic.Uint64
+	// Checkpoints (checkpoint.go): one is due after every COMMITs, sinceCkpt
+	// of which ran since the last (sinceCkpt only touched by the holder);
+	// checkpointing while one runs beside the writers.
+	sinceCkpt     int
+	every         atomic.Int64
+	checkpointing atomic.Bool
+	lastFrames    int // only touched by the checkpoint running
+
+	// commits and writes count the COMMITs and the InTx transactions in them,
+	// checkpoints the checkpoints beside the writers.
+	commits, writes, checkpoints atomic.Uint64
+}
+
+// takeConn answers db's write connection, taking one from the pool (its
+// automatic checkpoint off) when it holds none.
+func (w *writeGate) takeConn(ctx context.Context, db *bun.DB) (*bun.Conn, error) {
+	if c := w.conns[db]; c != nil {
+		return c, nil
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	w.conns[db] = &conn
+	return &conn, nil
+}
+
+// giveBack returns db's write connection to the pool, with SQLite's
+// automatic checkpoint on again, as the pool's other connections have it.
+func (w *writeGate) giveBack(db *bun.DB) {
+	c := w.conns[db]
+	if c == nil {
+		return
+	}
+	delete(w.conns, db)
+	_, _ = c.ExecContext(context.Background(), fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", checkpointFrames))
+	_ = c.Close()
 }
 
 // writeConnIdle is how long the write connections stay out of the pool
@@ -93,7 +133,9 @@ type writeGate struct {
 const writeConnIdle = time.Second
 
 func newWriteGate() *writeGate {
-	return &writeGate{conns: map[*bun.DB]*bun.Conn{}}
+	w := &writeGate{conns: map[*bun.DB]*bun.Conn{}}
+	w.every.Store(1)
+	return w
 }
 
 // gateOf answers db's write gate (nil for PostgreSQL, which runs writers side
@@ -194,9 +236,8 @@ func (w *writeGate) releaseIfIdle() {
 	_ = w.acquire(context.Background())
 	w.flush()
 	if time.Since(w.lastUse) >= writeConnIdle {
-		for db, c := range w.conns {
-			_ = c.Close()
-			delete(w.conns, db)
+		for db := range w.conns {
+			w.giveBack(db)
 		}
 	}
 	w.release()
@@ -226,14 +267,9 @@ func (w *writeGate) open(ctx context.Context, db *bun.DB) (*batch, error) {
 	if w.batch != nil {
 		return w.batch, nil
 	}
-	c := w.conns[db]
-	if c == nil {
-		conn, err := db.Conn(context.WithoutCancel(ctx))
-		if err != nil {
-			return nil, err
-		}
-		c = &conn
-		w.conns[db] = c
+	c, err := w.takeConn(context.WithoutCancel(ctx), db)
+	if err != nil {
+		return nil, err
 	}
 	// Without cancellation: the transaction outlives the request that began
 	// it, and database/sql would roll it back when that request's context
@@ -278,6 +314,9 @@ func (w *writeGate) flush() {
 	for _, m := range b.members {
 		m <- err
 	}
+	if err == nil && len(b.members) > 0 {
+		w.afterCommit(b.db)
+	}
 }
 
 // forget drops db's write connection after err, when err says it broke.
@@ -285,10 +324,7 @@ func (w *writeGate) forget(db *bun.DB, err error) {
 	if !errors.Is(err, sql.ErrConnDone) && !errors.Is(err, driver.ErrBadConn) {
 		return
 	}
-	if c := w.conns[db]; c != nil {
-		_ = c.Close()
-		delete(w.conns, db)
-	}
+	w.giveBack(db)
 }
 
 // member is one writer's part of a batch: its savepoint.

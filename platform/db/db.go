@@ -108,11 +108,12 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// memory; on disk they cost a pwrite per page, 14% of a listing create's
 	// CPU in a profile. journal_size_limit keeps the WAL file from staying at its
 	// largest size after a burst. wal_autocheckpoint stays SQLite's 1,000
-	// pages: the commit that crosses it copies the pages back and syncs,
-	// and at 10,000 pages a listing create cost 15% less CPU but the p99 of
-	// creates at a fixed rate went from 8 to 40 ms (the sync of a large
-	// checkpoint); checkpointing beside the requests every 50 to 200 ms did
-	// no better (16 to 30 ms). Latency won. The page cache stays SQLite's
+	// pages on the pool's connections; the write connections of InTx take
+	// none and checkpoint beside the writers instead (checkpoint.go). (At
+	// 10,000 pages a listing create cost 15% less CPU but the p99 of creates
+	// at a fixed rate went from 8 to 40 ms, the sync of a large checkpoint in
+	// a COMMIT; checkpoints on a timer beside the requests, every 50 to 200
+	// ms, did no better: 16 to 30 ms.) The page cache stays SQLite's
 	// 2 MB: 32 MB (what the benchmark's peers set) read fewer pages per
 	// create (8 instead of 12) but saved no measurable CPU (workload C A/B
 	// 6x10 s: B/A 1.017, L 0.995), and a create sent with an Idempotency-Key

@@ -29,7 +29,11 @@ func Collectors(ctx context.Context, bdb *bun.DB) []prometheus.Collector {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "agritrade_sqlite_write_transactions_total",
 				Help: "Write transactions (InTx) committed on SQLite; divided by agritrade_sqlite_write_commits_total, the writers per COMMIT.",
-			}, func() float64 { return float64(w.writes.Load()) }))
+			}, func() float64 { return float64(w.writes.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agritrade_sqlite_checkpoints_total",
+				Help: "WAL checkpoints run beside the SQLite writers (each copies the WAL's pages back into the database file).",
+			}, func() float64 { return float64(w.checkpoints.Load()) }))
 	}
 	if file := sqliteFile(ctx, bdb); file != "" {
 		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{

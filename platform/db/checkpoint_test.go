@@ -1,0 +1,61 @@
+package db
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// TestCheckpoint_WALStartsAfreshUnderSteadyWrites: the write connection takes
+// no automatic checkpoint; checkpoints run beside the writers and, under a
+// steady stream of COMMITs, the WAL still starts afresh, so its file stays
+// far smaller than all that was written through it, and every row is kept.
+func TestCheckpoint_WALStartsAfreshUnderSteadyWrites(t *testing.T) {
+	bdb, w := openGated(t)
+	ctx := context.Background()
+	if _, err := bdb.ExecContext(ctx, "CREATE TABLE blobs (n INTEGER PRIMARY KEY, b BLOB NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	var auto int
+	if err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+		return tx.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&auto)
+	}); err != nil || auto != 0 {
+		t.Fatalf("the write connection's wal_autocheckpoint: %d, %v; want 0", auto, err)
+	}
+	// Each insert writes about three pages (two overflow pages and a leaf):
+	// some 15,000 pages in all, close to four times restartFrames.
+	const writes = 5000
+	blob := make([]byte, 6000)
+	for i := range writes {
+		if err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO blobs (n, b) VALUES (?, ?)", i, blob)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); w.checkpointing.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a checkpoint still runs 30 s after the writes")
+		}
+	}
+	var n int
+	if err := bdb.QueryRowContext(ctx, "SELECT count(*) FROM blobs").Scan(&n); err != nil || n != writes {
+		t.Fatalf("%d rows, %v; want %d", n, err, writes)
+	}
+	if c := w.checkpoints.Load(); c < 3 {
+		t.Fatalf("%d checkpoints beside the writers, want several", c)
+	}
+	fi, err := os.Stat(sqliteFile(ctx, bdb) + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Never started afresh, the WAL would hold every page written: 4,120
+	// bytes each (page and frame header), some 60 MB.
+	if written := int64(writes) * 3 * 4120; fi.Size() > written/2 {
+		t.Fatalf("WAL file of %d bytes after %d written through it: it did not start afresh", fi.Size(), written)
+	}
+}
