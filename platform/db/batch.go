@@ -296,7 +296,7 @@ func (w *writeGate) flush() {
 	switch {
 	case b.lost != nil:
 		_ = b.tx.Rollback()
-		err = fmt.Errorf("the write transaction shared with other requests was lost, none of its changes kept: %w", b.lost)
+		err = b.lost
 	case len(b.members) == 0:
 		err = b.tx.Rollback()
 	default:
@@ -326,6 +326,12 @@ func (w *writeGate) forget(db *bun.DB, err error) {
 	}
 	w.giveBack(db)
 }
+
+// ErrWriteLost is the error of every writer whose change was in a shared
+// SQLite transaction that SQLite rolled back (see batch): none of it was kept,
+// through no fault of the request, which succeeds when repeated. IsUnavailable
+// counts it (503 with Retry-After).
+var ErrWriteLost = errors.New("the write transaction shared with other requests was rolled back, none of its changes kept")
 
 // member is one writer's part of a batch: its savepoint.
 type member struct {
@@ -374,9 +380,9 @@ func (w *writeGate) enter(ctx context.Context, db *bun.DB) (*member, error) {
 func (m *member) exec(q string) error {
 	if _, err := (Conn{IDB: m.b.tx, pool: m.b.db}).ExecPrepared(m.ctx, q); err != nil {
 		if m.b.lost == nil {
-			m.b.lost = err
+			m.b.lost = fmt.Errorf("%w: %w", ErrWriteLost, err)
 		}
-		return err
+		return m.b.lost
 	}
 	return nil
 }

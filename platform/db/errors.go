@@ -54,7 +54,8 @@ func IsQueryCanceled(err error) bool {
 //     503 with Retry-After rather than 409 (which would tell the client its
 //     request conflicts with the state) or 500 (which would say it never works).
 //   - SQLite BUSY and LOCKED (another process held the write lock for longer
-//     than the busy timeout), IOERR and FULL (the disk).
+//     than the busy timeout), IOERR and FULL (the disk), and ErrWriteLost (a
+//     shared write transaction SQLite rolled back under the request).
 //   - The connection itself: refused, reset, aborted, broken pipe, unreachable,
 //     timeouts, DNS failures, the server closing it mid-conversation (EOF),
 //     driver.ErrBadConn, sql.ErrConnDone, a closed pool, and a request deadline
@@ -65,6 +66,9 @@ func IsQueryCanceled(err error) bool {
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, ErrWriteLost) {
+		return true
 	}
 	var pgErr pgdriver.Error
 	if errors.As(err, &pgErr) {

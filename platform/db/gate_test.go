@@ -237,8 +237,8 @@ func TestGroupCommit_503_ALostTransactionKeepsNothing(t *testing.T) {
 	w.release()
 	wg.Wait()
 	for i, err := range errs[:3] {
-		if err == nil {
-			t.Fatalf("writer %d of the lost transaction answered no error", i+1)
+		if !errors.Is(err, ErrWriteLost) || !IsUnavailable(err) {
+			t.Fatalf("writer %d of the lost transaction: %v; want ErrWriteLost, unavailable (503)", i+1, err)
 		}
 	}
 	// The fourth came after the loss, in a transaction of its own.
