@@ -123,6 +123,7 @@ func openSQLite(dsn string) (*bun.DB, error) {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
+	pinAllocatorPages() // sqlitemem.go
 	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, err
