@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -134,6 +135,42 @@ func TestGroupCommit_200_WritersAtTheGateShareOneCommit(t *testing.T) {
 	}
 	if c, n := w.commits.Load()-commits, w.writes.Load()-writes; c != 1 || n != 10 {
 		t.Fatalf("%d COMMITs for %d writes, want 1 for 10", c, n)
+	}
+}
+
+// TestGroupCommit_200_AWriterOnItsWayJoinsTheCommit: on one processor, a
+// writer whose function starts another writer leaves the gate with nobody
+// waiting yet; the other is runnable, on its way to the gate. The yield
+// before the COMMIT lets it arrive, and both share one COMMIT (without the
+// yield the first commits alone: two).
+func TestGroupCommit_200_AWriterOnItsWayJoinsTheCommit(t *testing.T) {
+	bdb, w := openGated(t)
+	insert := func(ctx context.Context, n int) error {
+		return InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO rows (n) VALUES (?)", n)
+			return err
+		})
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ctx := context.Background()
+	commits, writes := w.commits.Load(), w.writes.Load()
+	second := make(chan error, 1)
+	err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+		go func() { second <- insert(context.Background(), 2) }()
+		_, err := tx.ExecContext(ctx, "INSERT INTO rows (n) VALUES (1)")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, bdb); len(got) != 2 {
+		t.Fatalf("rows %v, want 1 and 2", got)
+	}
+	if c, n := w.commits.Load()-commits, w.writes.Load()-writes; c != 1 || n != 2 {
+		t.Fatalf("%d COMMITs for %d writes, want 1 for 2", c, n)
 	}
 }
 
