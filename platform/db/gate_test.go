@@ -130,11 +130,18 @@ func TestGroupCommit_200_WritersAtTheGateShareOneCommit(t *testing.T) {
 			t.Fatalf("writer %d: %v, AfterCommit ran %v", wr.n, wr.err, wr.hooked)
 		}
 	}
-	if got := rowsOf(t, bdb); len(got) != 10 {
-		t.Fatalf("rows %v, want 1 to 10", got)
+	wantOneCommit(t, bdb, w, commits, writes, 10)
+}
+
+// wantOneCommit fails t unless the table holds n rows and they came in one
+// COMMIT since the gate counted commits and writes.
+func wantOneCommit(t *testing.T, bdb *bun.DB, w *writeGate, commits, writes uint64, n int) {
+	t.Helper()
+	if got := rowsOf(t, bdb); len(got) != n {
+		t.Fatalf("rows %v, want 1 to %d", got, n)
 	}
-	if c, n := w.commits.Load()-commits, w.writes.Load()-writes; c != 1 || n != 10 {
-		t.Fatalf("%d COMMITs for %d writes, want 1 for 10", c, n)
+	if c, k := w.commits.Load()-commits, w.writes.Load()-writes; c != 1 || k != uint64(n) {
+		t.Fatalf("%d COMMITs for %d writes, want 1 for %d", c, k, n)
 	}
 }
 
@@ -166,12 +173,7 @@ func TestGroupCommit_200_AWriterOnItsWayJoinsTheCommit(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
-	if got := rowsOf(t, bdb); len(got) != 2 {
-		t.Fatalf("rows %v, want 1 and 2", got)
-	}
-	if c, n := w.commits.Load()-commits, w.writes.Load()-writes; c != 1 || n != 2 {
-		t.Fatalf("%d COMMITs for %d writes, want 1 for 2", c, n)
-	}
+	wantOneCommit(t, bdb, w, commits, writes, 2)
 }
 
 // TestGroupCommit_200_AFullBatchCommitsAndTheNextGoesOn: past maxBatch writers
