@@ -307,20 +307,22 @@ func (u *uploadReader) Read(p []byte) (int, error) {
 }
 
 // readAhead is the size of the chunks WriteTo reads ahead. Two are in
-// flight (one being read while the other is hashed and written): 2 MiB an
+// flight (one being read while the other is written and hashed): 2 MiB an
 // upload, whatever its size.
 const readAhead = 1 << 20
 
 // WriteTo is how the local store takes the body (io.CopyBuffer prefers it):
-// another goroutine reads the body ahead and hashes it, a chunk at a time,
-// while this one writes the chunk before, so that on two cores the network
-// reads, the multipart parsing and SHA-256 run alongside the file writes
-// instead of taking turns with them (the writes into the page cache cost
-// about what the reading and hashing cost together: the hash goes with the
-// reading), and each write is a whole chunk rather than the few KiB a
-// multipart part hands out at a time. A chunk is written
-// once full (or at the end): 1 MiB takes minutes on the slowest links, far
-// less than the sweeper's age for a file that is still being written. WriteTo
+// another goroutine reads the body ahead, a chunk at a time, while this one
+// writes and hashes the chunk before, so that on two cores the network reads
+// and the multipart parsing run alongside the file writes and SHA-256 instead
+// of taking turns with them, and each write is a whole chunk rather than the
+// few KiB a multipart part hands out at a time. The hash goes with the writes:
+// with SHA-NI it costs about what the reading costs, and the writes into the
+// page cache about a third of either, so the reader hashing too was the one
+// busy goroutine (a 50 MiB upload: 650 MB/s with the hash on the reading
+// side, 740 MB/s with it here, alternated rounds). A chunk is written once
+// full (or at the end): 1 MiB takes minutes on the slowest links, far less
+// than the sweeper's age for a file that is still being written. WriteTo
 // returns only once the reading goroutine has stopped, so the body is never
 // read after the handler returns. Errors are as Read's: the body's own in
 // u.err, the writer's returned as they are.
@@ -350,7 +352,6 @@ func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 				return
 			}
 			if n > 0 {
-				_, _ = u.hash.Write(buf[:n])
 				select {
 				case full <- buf[:n]:
 				case <-stop:
@@ -375,6 +376,8 @@ func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 			written += int64(n)
 			if werr != nil {
 				close(stop)
+			} else {
+				_, _ = u.hash.Write(buf)
 			}
 		}
 		free <- buf[:cap(buf)] // never blocks: there are two buffers

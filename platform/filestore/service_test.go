@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/url"
 	"strconv"
 	"strings"
@@ -361,5 +362,48 @@ func TestAcceptTypes(t *testing.T) {
 				t.Fatalf("type %q", rec.Type)
 			}
 		})
+	})
+}
+
+// piecewise hands out its reader's bytes a few KiB at a time, as a multipart
+// part does, so that the store's read-ahead chunks fill over many reads.
+type piecewise struct{ r io.Reader }
+
+func (p piecewise) Read(b []byte) (int, error) { return p.r.Read(b[:min(len(b), 4093)]) }
+
+// TestPut_200_AManyChunkUploadHashesAndStoresEveryByte: an upload of several
+// read-ahead chunks (uploadReader.WriteTo reads one while it writes and hashes
+// the one before) is stored byte for byte, and its SHA-256 is the whole
+// body's, the last partial chunk included.
+func TestPut_200_AManyChunkUploadHashesAndStoresEveryByte(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, bdb *bun.DB) {
+		migrate(t, bdb)
+		blobs, err := filestore.NewLocal(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := filestore.New(bdb, blobs, filestore.Options{
+			BaseURL: "http://api.test", Path: "/system/v1/files", MaxBytes: 8 << 20, URLTTL: time.Minute,
+			Signer: auth.NewSigner([]byte("test")),
+		})
+		content := make([]byte, 3<<20+12345)
+		r := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // test data, not a secret
+		for i := range content {
+			content[i] = byte(r.Uint32())
+		}
+		rec := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "big.bin", Body: piecewise{bytes.NewReader(content)}})
+		sum := sha256.Sum256(content)
+		if rec.Hash != hex.EncodeToString(sum[:]) || rec.Size != int64(len(content)) {
+			t.Fatalf("record hash %s size %d, want %x and %d", rec.Hash, rec.Size, sum, len(content))
+		}
+		rc, err := s.Read(t.Context(), rec, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		got, err := io.ReadAll(rc)
+		if err != nil || !bytes.Equal(got, content) {
+			t.Fatalf("read back %d bytes (%v), want the %d uploaded", len(got), err, len(content))
+		}
 	})
 }
