@@ -30,13 +30,22 @@ func SaveSearchesForBench(ctx context.Context, bdb *bun.DB, owners []string, que
 	})
 }
 
+// InsertListing writes a new listing as Create's transaction does.
+func (s *Store) InsertListing(ctx context.Context, l *Listing) error {
+	f, err := flatten(l)
+	if err != nil {
+		return err
+	}
+	return s.Insert(ctx, f)
+}
+
 // CreateActive stores an active listing and, when match is set, matches it
 // against the saved searches in the same transaction, as Create does; it
 // answers the alerts raised.
 func (s *Service) CreateActive(ctx context.Context, l *Listing, match bool) (int, error) {
 	n := 0
 	err := s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
-		if err := tx.Insert(ctx, l); err != nil {
+		if err := tx.InsertListing(ctx, l); err != nil {
 			return err
 		}
 		if !match {
@@ -60,7 +69,7 @@ type MatchPhases struct {
 // notifications and events in one transaction), timing each phase.
 func (s *Service) CreateAndMatch(ctx context.Context, l *Listing) (MatchPhases, error) {
 	var p MatchPhases
-	if err := s.store.InTx(ctx, func(ctx context.Context, tx *Store) error { return tx.Insert(ctx, l) }); err != nil {
+	if err := s.store.InTx(ctx, func(ctx context.Context, tx *Store) error { return tx.InsertListing(ctx, l) }); err != nil {
 		return p, err
 	}
 	t0 := time.Now()

@@ -28,10 +28,10 @@ func TestInsert_409_AFailingInsertUndoesItsTransaction(t *testing.T) {
 		fresh.ID = uuid.Must(uuid.NewV7()).String()
 		before := countRows(t, bdb)
 		err = store.InTx(ctx, func(ctx context.Context, tx *listings.Store) error {
-			if err := tx.Insert(ctx, &fresh); err != nil {
+			if err := tx.InsertListing(ctx, &fresh); err != nil {
 				return err
 			}
-			return tx.Insert(ctx, l)
+			return tx.InsertListing(ctx, l)
 		})
 		if err == nil || !db.IsUniqueViolation(err) {
 			t.Fatalf("inserting an existing id: %v, want a unique violation", err)

@@ -72,8 +72,12 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 	if d.IsDraft {
 		l.Status = StatusDraft
 	}
+	flat, err := flatten(l)
+	if err != nil {
+		return "", err
+	}
 	err = s.store.InTx(ctx, func(ctx context.Context, tx *Store) error {
-		if err := tx.Insert(ctx, l); err != nil {
+		if err := tx.Insert(ctx, flat); err != nil {
 			return err
 		}
 		// Once committed: under an Idempotency-Key the change commits with

@@ -192,12 +192,27 @@ func (r *listingRow) listing() (*Listing, error) {
 	return l, nil
 }
 
-// Insert writes a new listing with its additionalInfo values.
-func (s *Store) Insert(ctx context.Context, l *Listing) error {
+// flatListing is a new listing as its rows (toRow). It is made before the
+// transaction (flatten), so that encoding its JSON columns costs nothing to the
+// writers queued behind it at the SQLite write gate: a create holds the gate
+// only for its statements.
+type flatListing struct {
+	row   *listingRow
+	infos []infoRow
+}
+
+// flatten makes l's rows for Insert.
+func flatten(l *Listing) (*flatListing, error) {
 	r, infos, err := toRow(l)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &flatListing{row: r, infos: infos}, nil
+}
+
+// Insert writes a new listing (flatten) with its additionalInfo values.
+func (s *Store) Insert(ctx context.Context, f *flatListing) error {
+	r, infos := f.row, f.infos
 	if s.bunWrites() {
 		if _, err := s.IDB.NewInsert().Model(r).Exec(ctx); err != nil {
 			return err
