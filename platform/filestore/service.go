@@ -306,35 +306,49 @@ func (u *uploadReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readAhead is the size of the chunks WriteTo reads ahead. Two are in
-// flight (one being read while the other is written and hashed): 2 MiB an
+// readAhead is the size of the chunks WriteTo passes along; readChunks of
+// them are in flight (one being read, one written, one hashed): 3 MiB an
 // upload, whatever its size.
 const readAhead = 1 << 20
 
+const readChunks = 3
+
 // WriteTo is how the local store takes the body (io.CopyBuffer prefers it):
-// another goroutine reads the body ahead, a chunk at a time, while this one
-// writes and hashes the chunk before, so that on two cores the network reads
-// and the multipart parsing run alongside the file writes and SHA-256 instead
-// of taking turns with them, and each write is a whole chunk rather than the
-// few KiB a multipart part hands out at a time. The hash goes with the writes:
-// with SHA-NI it costs about what the reading costs, and the writes into the
-// page cache about a third of either, so the reader hashing too was the one
-// busy goroutine (a 50 MiB upload: 650 MB/s with the hash on the reading
-// side, 740 MB/s with it here, alternated rounds). A chunk is written once
-// full (or at the end): 1 MiB takes minutes on the slowest links, far less
-// than the sweeper's age for a file that is still being written. WriteTo
-// returns only once the reading goroutine has stopped, so the body is never
-// read after the handler returns. Errors are as Read's: the body's own in
-// u.err, the writer's returned as they are.
+// a pipeline of three goroutines, a chunk at a time. One reads the body
+// ahead, this one writes the chunk before, a third hashes the one before
+// that, so that on two cores the network reads and the multipart parsing,
+// the file writes and SHA-256 run alongside each other instead of taking
+// turns, and each write is a whole chunk rather than the few KiB a multipart
+// part hands out at a time. With SHA-NI the hash costs about what reading the
+// socket and the part costs, and the writes into the page cache less than
+// half of either: hashing on the reading side made the reader the busy one,
+// hashing on the writing side the writer (a 50 MiB upload, alternated
+// rounds: ~650 MB/s with the hash beside the reads, ~740 beside the writes,
+// ~790 on its own). A chunk is written once full (or at the end): 1 MiB
+// takes minutes on the slowest links, far less than the sweeper's age for a
+// file that is still being written. WriteTo returns only once the reading and
+// hashing goroutines have stopped, so the body is never read, nor the hash
+// written, after it returns. Errors are as Read's: the body's own in u.err,
+// the writer's returned as they are.
 func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 	if u.err != nil {
 		return 0, u.err
 	}
 	full := make(chan []byte, 1)
-	free := make(chan []byte, 2)
-	free <- make([]byte, readAhead)
-	free <- make([]byte, readAhead)
+	toHash := make(chan []byte, readChunks)
+	free := make(chan []byte, readChunks)
+	for range readChunks {
+		free <- make([]byte, readAhead)
+	}
 	stop := make(chan struct{})
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		for buf := range toHash {
+			_, _ = u.hash.Write(buf)
+			free <- buf[:cap(buf)] // never blocks: it holds every buffer
+		}
+	}()
 	var readErr error // the reader's, read once full is closed
 	go func() {
 		defer close(full)
@@ -374,14 +388,16 @@ func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 			var n int
 			n, werr = w.Write(buf)
 			written += int64(n)
-			if werr != nil {
-				close(stop)
-			} else {
-				_, _ = u.hash.Write(buf)
+			if werr == nil {
+				toHash <- buf // never blocks: it holds every buffer
+				continue
 			}
+			close(stop)
 		}
-		free <- buf[:cap(buf)] // never blocks: there are two buffers
+		free <- buf[:cap(buf)]
 	}
+	close(toHash)
+	<-hashed
 	if werr != nil {
 		return written, werr
 	}
