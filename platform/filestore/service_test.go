@@ -387,7 +387,7 @@ func TestPut_200_AManyChunkUploadHashesAndStoresEveryByte(t *testing.T) {
 			Signer: auth.NewSigner([]byte("test")),
 		})
 		content := make([]byte, 3<<20+12345)
-		r := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // test data, not a secret
+		r := rand.New(rand.NewPCG(1, 2))
 		for i := range content {
 			content[i] = byte(r.Uint32())
 		}
