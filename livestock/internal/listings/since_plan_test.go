@@ -148,3 +148,77 @@ func TestFilterSearchesReadPartialIndexes_200(t *testing.T) {
 		}
 	})
 }
+
+// TestNearSearchesWithoutKindSeekTheGeoIndex_200: over 20,000 analysed
+// listings, a search around a point that filters on no kind (nor, for the
+// first, on a type) seeks the geo index on SQLite by kind and type (the store
+// spells them out as lists; migration 0011 dropped the geo index without kind
+// there) and never scans the table nor a whole index. PostgreSQL keeps its geo
+// index without kind and reads no other way. Fails if the lists stop being
+// written.
+func TestNearSearchesWithoutKindSeekTheGeoIndex_200(t *testing.T) {
+	testkit.ForEachDialect(t, func(t *testing.T, db *bun.DB) {
+		s := newServer(t, db)
+		fillListings(t, db, 20000)
+		rec := testkit.RecordQueries(db)
+		pg := db.Dialect().Name() == dialect.PG
+		for name, status := range map[string]string{"active": "", "active-selling": "active-selling"} {
+			t.Run(name, func(t *testing.T) {
+				q := url.Values{"latitude": {"52.5"}, "longitude": {"-1.5"}, "distanceKm": {"60"}}
+				if status != "" {
+					q.Set("f:status", status)
+				}
+				var total int
+				queries := rec.Record(func() { _, total = search(t, s, farmer, q) })
+				if total == 0 {
+					t.Fatal("the search found nothing: the plan would not show the page's reads")
+				}
+				read := false
+				for _, stmt := range queries {
+					if !strings.Contains(stmt, `"livestock_listings"`) {
+						continue
+					}
+					read = true
+					if pg {
+						testkit.AssertIndexed(t, db, stmt, testkit.Reads{Table: "livestock_listings", Aliases: []string{"l"},
+							Want: []string{"livestock_listings_status_geo"}, Also: []string{"livestock_listings_geo", "livestock_listings_pkey"}})
+						continue
+					}
+					plan := strings.Join(boundPlan(t, db, stmt), "\n")
+					if !strings.Contains(plan, "USING COVERING INDEX livestock_listings_geo (status=? AND kind=? AND type=? AND hidden=?") ||
+						strings.Contains(plan, "SCAN l") {
+						t.Fatalf("the matches are not sought in the geo index by kind and type:\n%s", plan)
+					}
+				}
+				if !read {
+					t.Fatal("no statement read the listings")
+				}
+			})
+		}
+	})
+}
+
+// boundPlan is SQLite's plan of a statement whose values are parameters
+// (db.Binder): planned as when it is prepared, with every parameter NULL.
+func boundPlan(t *testing.T, db *bun.DB, stmt string) []string {
+	t.Helper()
+	args := make([]any, strings.Count(stmt, "?"))
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+stmt, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", stmt, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

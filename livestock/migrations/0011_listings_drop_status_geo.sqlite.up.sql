@@ -1,0 +1,12 @@
+-- SQLite only: the geo index without kind and type goes. A search around a
+-- point that filters on neither now spells both out as lists (listings
+-- whereBound), and the geo index (status, kind, type, hidden, band, lat, ...)
+-- is sought once per kind, type and band. Keyed by location, the dropped index
+-- took a page at a random place in its tree for every create (a WAL frame, a
+-- copy in the savepoint's journal, a page split every few dozen creates):
+-- without it, 16% more creates a second (workload C). A search around a point
+-- of active listings of any kind and type costs 16% more CPU (ten seeks per
+-- band instead of one); one of a single type, which read the table for the
+-- type before, 4.5 times less. PostgreSQL keeps the index: without skip scan
+-- (before version 18) the lists would not spare it reading whole ranges.
+DROP INDEX livestock_listings_status_geo;
