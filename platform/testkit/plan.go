@@ -74,6 +74,7 @@ func (r *QueryRecorder) Record(fn func()) []string {
 // EXPLAIN QUERY PLAN on SQLite ("SEARCH l USING INDEX ..."), EXPLAIN on
 // PostgreSQL ("Index Scan using ... on ..."). Run ANALYZE on realistic data
 // first: the point is the plan the planner picks, not one it is forced into.
+// On SQLite a statement with db.Binder's parameters is planned unbound.
 func Plan(t testing.TB, db *bun.DB, query string) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -84,7 +85,10 @@ func Plan(t testing.TB, db *bun.DB, query string) []string {
 		}
 		return out
 	}
-	rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query)
+	// A statement whose values are parameters (db.Binder writes them +?) is
+	// planned as when it is prepared: every parameter NULL.
+	args := make([]any, strings.Count(query, "+?"))
+	rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", query, err)
 	}

@@ -153,7 +153,8 @@ func TestFilterSearchesReadPartialIndexes_200(t *testing.T) {
 // listings, a search around a point that filters on no kind (nor, for the
 // first, on a type) seeks the geo index on SQLite by kind and type (the store
 // spells them out as lists; migration 0011 dropped the geo index without kind
-// there) and never scans the table nor a whole index. PostgreSQL keeps its geo
+// there) and never scans the table nor a whole index (the statement's plan
+// as prepared, its values parameters). PostgreSQL keeps its geo
 // index without kind and reads no other way. Fails if the lists stop being
 // written.
 func TestNearSearchesWithoutKindSeekTheGeoIndex_200(t *testing.T) {
@@ -184,7 +185,7 @@ func TestNearSearchesWithoutKindSeekTheGeoIndex_200(t *testing.T) {
 							Want: []string{"livestock_listings_status_geo"}, Also: []string{"livestock_listings_geo", "livestock_listings_pkey"}})
 						continue
 					}
-					plan := strings.Join(boundPlan(t, db, stmt), "\n")
+					plan := strings.Join(testkit.Plan(t, db, stmt), "\n")
 					if !strings.Contains(plan, "USING COVERING INDEX livestock_listings_geo (status=? AND kind=? AND type=? AND hidden=?") ||
 						strings.Contains(plan, "SCAN l") {
 						t.Fatalf("the matches are not sought in the geo index by kind and type:\n%s", plan)
@@ -196,29 +197,4 @@ func TestNearSearchesWithoutKindSeekTheGeoIndex_200(t *testing.T) {
 			})
 		}
 	})
-}
-
-// boundPlan is SQLite's plan of a statement whose values are parameters
-// (db.Binder): planned as when it is prepared, with every parameter NULL.
-func boundPlan(t *testing.T, db *bun.DB, stmt string) []string {
-	t.Helper()
-	args := make([]any, strings.Count(stmt, "?"))
-	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+stmt, args...)
-	if err != nil {
-		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", stmt, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, detail)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
