@@ -567,8 +567,8 @@ func (s *Store) whereBound(q *bun.SelectQuery, v Viewer, f Filter, skip facet, b
 	// does not filter on, so that the geo index, (status, kind, type, hidden,
 	// band, lat, ...), serves it with a seek per kind, type and band, as it
 	// serves a search of one kind. SQLite has no geo index without kind and
-	// type since 0011: that index was the costliest of a create's (a page at a
-	// random place for every create: 16% more creates a second without it).
+	// type since 0011: of the indexes a create writes, it cost the most (a
+	// page at a random place every time: 16% more creates a second without).
 	// Every listing has one of the kinds and types, so the lists change no
 	// answer. PostgreSQL keeps the index (no skip scan before version 18).
 	spellOut := !s.pg && f.Near != nil
