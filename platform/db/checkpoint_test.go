@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"testing"
 	"time"
@@ -49,13 +50,20 @@ func TestCheckpoint_WALStartsAfreshUnderSteadyWrites(t *testing.T) {
 	if c := w.checkpoints.Load(); c < 3 {
 		t.Fatalf("%d checkpoints beside the writers, want several", c)
 	}
-	fi, err := os.Stat(sqliteFile(ctx, bdb) + "-wal")
-	if err != nil {
-		t.Fatal(err)
+	wal, err := os.ReadFile(sqliteFile(ctx, bdb) + "-wal")
+	if err != nil || len(wal) < 32 {
+		t.Fatalf("WAL file: %d bytes, %v", len(wal), err)
 	}
-	// Never started afresh, the WAL would hold every page written: 4,120
-	// bytes each (page and frame header), some 60 MB.
-	if written := int64(writes) * 3 * 4120; fi.Size() > written/2 {
-		t.Fatalf("WAL file of %d bytes after %d written through it: it did not start afresh", fi.Size(), written)
+	// The WAL header's checkpoint sequence number counts the times it
+	// started afresh. Never started afresh, the WAL would hold every page
+	// written: 4,120 bytes each (page and frame header), some 60 MB. How soon
+	// it starts afresh depends on how fast the checkpoints beside the writers
+	// run (a loaded machine left it at half that size once): a restart in the
+	// first three quarters of the writes passes.
+	if restarts := binary.BigEndian.Uint32(wal[12:16]); restarts == 0 {
+		t.Fatal("the WAL never started afresh (checkpoint sequence number 0)")
+	}
+	if written := int64(writes) * 3 * 4120; int64(len(wal)) > written*3/4 {
+		t.Fatalf("WAL file of %d bytes after %d written through it: it did not start afresh in time", len(wal), written)
 	}
 }
