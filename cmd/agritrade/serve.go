@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -18,6 +20,7 @@ func newServe(f *rootFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
 			ctx := cmd.Context()
+			tuneGC(os.Getenv)
 			p, err := openPlatform(ctx, f)
 			if err != nil {
 				return err
@@ -52,4 +55,26 @@ func newServe(f *rootFlags) *cobra.Command {
 			})
 		},
 	}
+}
+
+// gcPercent is the garbage collector's target when GOGC is not set: a
+// collection once the heap has grown by twice what was live after the last.
+// The server's live heap is small (~20 MB under load), so Go's default of 100
+// collected after every ~20 MB allocated, and a burst of requests paid for
+// collections more than for anything but SQLite: workload C (listing creates)
+// at 200 made 3.5% more creates a second for 5% less CPU each, at the cost of
+// ~5 MB more resident memory (L and G: no change beyond noise). GOMEMLIMIT
+// still caps the heap where one is set (deploy/k8s).
+const gcPercent = 200
+
+// tuneGC sets the collector's target to gcPercent unless the environment
+// sets GOGC (an operator's choice wins), answering the target in force.
+func tuneGC(getenv func(string) string) int {
+	if getenv("GOGC") != "" {
+		p := debug.SetGCPercent(-1) // read it...
+		debug.SetGCPercent(p)       // ...and leave it as it was
+		return p
+	}
+	debug.SetGCPercent(gcPercent)
+	return gcPercent
 }

@@ -148,3 +148,20 @@ func TestMiddlewareAnswers503ForADependencyThatIsDown(t *testing.T) {
 		t.Errorf("unclassified error: %d %s", rec.Code, b.Code)
 	}
 }
+
+// stackedPanic is a panic raised again away from where it happened, as
+// db.TxPanic is: it carries the stack of its origin.
+type stackedPanic struct{}
+
+func (stackedPanic) PanicStack() []byte { return []byte("goroutine 7 [running]:\nwhere.it.happened()") }
+
+func TestMiddleware_500_APanicRaisedAgainShowsItsOrigin(t *testing.T) {
+	rec, b := render(t, true, func(*gin.Context) { panic(stackedPanic{}) }, "")
+	if rec.Code != 500 || !strings.Contains(b.Stack, "where.it.happened()") {
+		t.Fatalf("got %d, stack %q: want the panic's own stack", rec.Code, b.Stack)
+	}
+	rec, b = render(t, false, func(*gin.Context) { panic(stackedPanic{}) }, "")
+	if rec.Code != 500 || b.Stack != "" || strings.Contains(rec.Body.String(), "where.it.happened") {
+		t.Fatalf("panic leaked: %s", rec.Body.String())
+	}
+}

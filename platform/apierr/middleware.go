@@ -61,6 +61,9 @@ func Middleware(opts RenderOptions) gin.HandlerFunc {
 					panic(r)
 				}
 				stack := string(debug.Stack())
+				if p, ok := r.(interface{ PanicStack() []byte }); ok {
+					stack = string(p.PanicStack()) // raised again away from where it happened (db.TxPanic)
+				}
 				opts.Logger(c).WithField("panic", fmt.Sprint(r)).WithField("stack", stack).Error("panic while handling request")
 				write(c, opts, Internal(fmt.Errorf("panic: %v", r)), stack)
 			}

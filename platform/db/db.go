@@ -198,6 +198,18 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 // inBatch is InTx on SQLite: fn in a savepoint of the transaction the writers
 // at the gate share.
 func inBatch(ctx context.Context, w *writeGate, db *bun.DB, h *commitHooks, cl *Claim, run func(context.Context, bun.Tx) error) error {
+	if cl == nil {
+		j := &job{ctx: ctx, db: db, h: h, run: run, done: make(chan error, 1)}
+		err := w.submit(j)
+		if j.panicked != nil {
+			panic(j.panicked)
+		}
+		if err != nil {
+			return err
+		}
+		h.run()
+		return nil
+	}
 	m, err := w.enter(ctx, db)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,18 @@ type writer struct {
 	fail, cancel, panics bool
 	err                  error
 	hooked               bool
+	// panicked is what the writer's InTx raised; goroutine the goroutine
+	// its function ran on.
+	panicked  any
+	goroutine string
+}
+
+// goroutineID answers the calling goroutine's id, from its stack's header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
 }
 
 // waitQueued waits until n writers wait at the gate.
@@ -81,12 +94,14 @@ func meetAtTheGate(t *testing.T, bdb *bun.DB, w *writeGate, ws []*writer) {
 			defer wg.Done()
 			defer func() {
 				if p := recover(); p != nil {
+					wr.panicked = p
 					wr.err = fmt.Errorf("panicked: %v", p)
 				}
 			}()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			wr.err = InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+				wr.goroutine = goroutineID()
 				AfterCommit(ctx, func() { wr.hooked = true })
 				if _, err := tx.ExecContext(ctx, "INSERT INTO rows (n) VALUES (?)", wr.n); err != nil {
 					return err
@@ -116,7 +131,9 @@ func meetAtTheGate(t *testing.T, bdb *bun.DB, w *writeGate, ws []*writer) {
 }
 
 // TestGroupCommit_200_WritersAtTheGateShareOneCommit: the writers that meet at
-// the gate commit in one COMMIT, each change and each AfterCommit kept.
+// the gate commit in one COMMIT, each change and each AfterCommit kept. The
+// writer handed the gate runs the functions of those queued behind it itself,
+// on its goroutine, instead of waking each to run its own.
 func TestGroupCommit_200_WritersAtTheGateShareOneCommit(t *testing.T) {
 	bdb, w := openGated(t)
 	commits, writes := w.commits.Load(), w.writes.Load()
@@ -128,6 +145,9 @@ func TestGroupCommit_200_WritersAtTheGateShareOneCommit(t *testing.T) {
 	for _, wr := range ws {
 		if wr.err != nil || !wr.hooked {
 			t.Fatalf("writer %d: %v, AfterCommit ran %v", wr.n, wr.err, wr.hooked)
+		}
+		if wr.goroutine == "" || wr.goroutine != ws[0].goroutine {
+			t.Fatalf("writer %d ran on goroutine %q, the first writer (handed the gate) on %q", wr.n, wr.goroutine, ws[0].goroutine)
 		}
 	}
 	wantOneCommit(t, bdb, w, commits, writes, 10)
@@ -228,6 +248,11 @@ func TestGroupCommit_500_AFailingWriterUndoesOnlyItsOwn(t *testing.T) {
 				}
 				if wr.cancel && !errors.Is(wr.err, context.Canceled) {
 					t.Fatalf("writer %d: %v, want its context's error", wr.n, wr.err)
+				}
+				// A panic reaches the writer's own InTx, whichever
+				// goroutine ran its function.
+				if p, ok := wr.panicked.(*TxPanic); wr.panics && (!ok || p.Value != "writer panics" || len(p.Stack) == 0) {
+					t.Fatalf("writer %d raised %#v, want a *TxPanic of its value and stack", wr.n, wr.panicked)
 				}
 			}
 			if got := fmt.Sprint(rowsOf(t, bdb)); got != "[2 3 5 6]" {

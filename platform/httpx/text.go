@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,7 +148,40 @@ type jsonFrame struct {
 	array bool
 	index int
 	key   string
-	keys  map[string]bool
+	// keys are the member names seen in the object so far, in a slice
+	// while few (kept from one object to the next at this depth: a map for
+	// each object was a tenth of a listing create's allocations), in keySet
+	// past maxKeyList.
+	keys   []string
+	keySet map[string]bool
+}
+
+// maxKeyList is how many member names an object's frame looks through one
+// by one before it keeps them in a map.
+const maxKeyList = 16
+
+// seen records key as a member name of the object, answering whether it was
+// given before.
+func (fr *jsonFrame) seen(key string) bool {
+	if fr.keySet == nil {
+		if slices.Contains(fr.keys, key) {
+			return true
+		}
+		fr.keys = append(fr.keys, key)
+		if len(fr.keys) <= maxKeyList {
+			return false
+		}
+		fr.keySet = make(map[string]bool, 2*len(fr.keys))
+		for _, k := range fr.keys {
+			fr.keySet[k] = true
+		}
+		return false
+	}
+	if fr.keySet[key] {
+		return true
+	}
+	fr.keySet[key] = true
+	return false
 }
 
 type jsonScan struct {
@@ -209,7 +243,7 @@ func (s *jsonScan) value() error {
 				return apierr.BadRequest("the request body is nested deeper than %d levels", MaxJSONDepth)
 			}
 			s.i++
-			s.stack = append(s.stack, jsonFrame{array: c == '['})
+			s.push(c == '[')
 			s.skipSpace()
 			if s.i < len(s.raw) && (s.raw[s.i] == '}' || s.raw[s.i] == ']') {
 				s.i++
@@ -237,6 +271,18 @@ func (s *jsonScan) value() error {
 	}
 }
 
+// push opens a frame for an array or object, reusing the key list an
+// earlier object left at that depth.
+func (s *jsonScan) push(array bool) {
+	if len(s.stack) == cap(s.stack) {
+		s.stack = append(s.stack, jsonFrame{array: array})
+		return
+	}
+	s.stack = s.stack[:len(s.stack)+1]
+	fr := &s.stack[len(s.stack)-1]
+	*fr = jsonFrame{array: array, keys: fr.keys[:0]}
+}
+
 // member scans `"name":` of an object member; false stops the scan.
 func (s *jsonScan) member() bool {
 	s.skipSpace()
@@ -250,13 +296,9 @@ func (s *jsonScan) member() bool {
 	}
 	top := &s.stack[len(s.stack)-1]
 	top.key = key
-	if top.keys == nil {
-		top.keys = map[string]bool{}
-	}
-	if top.keys[key] {
+	if top.seen(key) {
 		s.problem(s.path(), "duplicate", "is given more than once", nil)
 	}
-	top.keys[key] = true
 	s.skipSpace()
 	if s.i >= len(s.raw) || s.raw[s.i] != ':' {
 		s.broken = true

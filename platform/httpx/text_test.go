@@ -51,6 +51,11 @@ func TestCheckJSON_400_NamesEveryStringThatCannotBeStored(t *testing.T) {
 		{"duplicate member", `{"reference":"a","reference":"b"}`, []string{"reference:duplicate"}},
 		{"duplicate member through an escape", `{"a":1,"\u0061":2}`, []string{"a:duplicate"}},
 		{"several", "{\"a\":\"\\u0000\",\"b\":{\"c\":[\"\xc3\"]}}", []string{"a:nul_character", "b.c[0]:invalid_utf8"}},
+		// Past 16 names an object's frame keeps them in a map: early and
+		// late names are found again alike.
+		{"duplicates among many members", `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"k0":0,"k19":0}`, []string{"k0:duplicate", "k19:duplicate"}},
+		// The frame of an object is reused for the next at its depth.
+		{"duplicate in the object after another", `[{"a":1,"b":2},{"b":1,"b":2}]`, []string{"[1].b:duplicate"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +75,8 @@ func TestCheckJSON_400_NamesEveryStringThatCannotBeStored(t *testing.T) {
 func TestCheckJSON_PassesStorableText(t *testing.T) {
 	for _, body := range []string{
 		`{"reference":"Dún Laoghaire ✓ 😀 \ud83d\ude00 \u00e9 \n"}`, `[]`, `{}`, `[1,2,{"a":[true,false,null]}]`, `"x"`, `12.5e3`,
-		`{"a":{"b":1},"c":{"b":2}}`, // the same name in two objects is no duplicate
+		`{"a":{"b":1},"c":{"b":2}}`,     // the same name in two objects is no duplicate
+		`[{"a":1,"b":2},{"a":1,"b":2}]`, // nor in two objects one after the other at one depth
 	} {
 		if err := httpx.CheckJSON([]byte(body), ""); err != nil {
 			t.Errorf("CheckJSON(%q) = %v", body, err)

@@ -52,18 +52,21 @@ func (contextHook) Fire(e *logrus.Entry) error {
 	return nil
 }
 
-// Debugging tells whether l writes debug entries: hot paths ask before they
-// build a debug line's fields (logrus allocates them even for an entry below
-// the level).
-func Debugging(l logrus.FieldLogger) bool {
+// Enabled tells whether l writes entries of level: hot paths ask before they
+// build a line's fields (logrus allocates them, a copy of the map for each
+// WithField, even for an entry below the level).
+func Enabled(l logrus.FieldLogger, level logrus.Level) bool {
 	switch x := l.(type) {
 	case *logrus.Entry:
-		return x.Logger.IsLevelEnabled(logrus.DebugLevel)
+		return x.Logger.IsLevelEnabled(level)
 	case *logrus.Logger:
-		return x.IsLevelEnabled(logrus.DebugLevel)
+		return x.IsLevelEnabled(level)
 	}
 	return true
 }
+
+// Debugging tells whether l writes debug entries (Enabled).
+func Debugging(l logrus.FieldLogger) bool { return Enabled(l, logrus.DebugLevel) }
 
 // Ctx answers l bound to ctx, so that the entry gets the trace, span and
 // request ids of the request that logs it (the context hook); l itself when

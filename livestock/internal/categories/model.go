@@ -76,16 +76,27 @@ func All() []Category {
 
 // Values lists the values of a kind's categories of a group, in tree order and
 // without duplicates: Values(Sheep, GroupBreed) is the breedType enumeration of
-// sheep listings.
-func Values(kind Kind, group Group) []string {
-	var out []string
+// sheep listings. The list is shared: callers must not change it. (Each
+// listing create checks its breed against one; listed afresh every time, it
+// was a tenth of a create's allocations.)
+func Values(kind Kind, group Group) []string { return values[kindGroup{kind, group}] }
+
+type kindGroup struct {
+	kind  Kind
+	group Group
+}
+
+// values are the lists Values answers, built once from the compiled-in tree.
+var values = func() map[kindGroup][]string {
+	out := map[kindGroup][]string{}
 	for _, c := range tree {
-		if c.Kind == kind && c.Group == group && !slices.Contains(out, c.Value) {
-			out = append(out, c.Value)
+		k := kindGroup{c.Kind, c.Group}
+		if !slices.Contains(out[k], c.Value) {
+			out[k] = append(out[k], c.Value)
 		}
 	}
 	return out
-}
+}()
 
 // slug turns a name into a value: lower case, words joined by hyphens, only
 // ASCII letters and digits ("Rouge de l'Ouest" → "rouge-de-l-ouest").

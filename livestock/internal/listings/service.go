@@ -82,9 +82,11 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, kind categories
 		}
 		// Once committed: under an Idempotency-Key the change commits with
 		// the key's answer, after this returns, or rolls back (a repeat).
-		db.AfterCommit(ctx, func() {
-			logging.Ctx(ctx, s.log).WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")
-		})
+		if logging.Enabled(s.log, logrus.InfoLevel) {
+			db.AfterCommit(ctx, func() {
+				logging.Ctx(ctx, s.log).WithField("listing", l.ID).WithField("kind", kind).WithField("status", l.Status).Info("listing created")
+			})
+		}
 		if l.Status != StatusActive {
 			return nil
 		}
