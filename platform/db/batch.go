@@ -407,16 +407,26 @@ func (w *writeGate) touch() {
 }
 
 // releaseIfIdle gives the connections back unless a write used them within
-// writeConnIdle (the timer may fire just as a writer resets it).
+// writeConnIdle (the timer may fire just as a writer resets it), and copies
+// what the WAL still holds back into the database (checkpointIdle).
 func (w *writeGate) releaseIfIdle() {
 	_ = w.acquire(context.Background())
 	w.flush()
+	var idle *bun.DB
 	if time.Since(w.lastUse) >= writeConnIdle {
 		for db := range w.conns {
+			idle = db
 			w.giveBack(db)
 		}
 	}
+	due := idle != nil && w.sinceCkpt > 0
+	if due {
+		w.sinceCkpt = 0
+	}
 	w.release()
+	if due && w.checkpointing.CompareAndSwap(false, true) {
+		w.checkpointIdle(idle)
+	}
 }
 
 // batch is the transaction the writers at the gate share.

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"os"
 	"testing"
@@ -65,5 +66,59 @@ func TestCheckpoint_WALStartsAfreshUnderSteadyWrites(t *testing.T) {
 	}
 	if written := int64(writes) * 3 * 4120; int64(len(wal)) > written*3/4 {
 		t.Fatalf("WAL file of %d bytes after %d written through it: it did not start afresh in time", len(wal), written)
+	}
+}
+
+// TestCheckpoint_AnIdleGateCopiesTheWALBack: the pages of the last COMMITs
+// before the writes stop, too few for a checkpoint to be due, are copied into
+// the database file once the gate has been idle for writeConnIdle: a write
+// outside InTx then finds nothing to checkpoint inside its COMMIT. The file
+// is read as it is on disk, without the WAL (immutable).
+func TestCheckpoint_AnIdleGateCopiesTheWALBack(t *testing.T) {
+	bdb, w := openGated(t)
+	ctx := context.Background()
+	file := sqliteFile(ctx, bdb)
+	// onDisk counts the rows in the database file; -1 before the table is.
+	onDisk := func() int {
+		t.Helper()
+		disk, err := sql.Open("sqlite", "file:"+file+"?immutable=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = disk.Close() }()
+		var n int
+		if err := disk.QueryRowContext(ctx, "SELECT count(*) FROM rows").Scan(&n); err != nil {
+			return -1
+		}
+		return n
+	}
+	if err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error { return nil }); err != nil {
+		t.Fatal(err) // the table's creation, copied back by the first checkpoint (due at once)
+	}
+	for deadline := time.Now().Add(5 * time.Second); w.checkpointing.Load() || onDisk() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the table is not in the database file")
+		}
+	}
+	w.every.Store(1000) // no checkpoint due for the writes below
+	before := w.checkpoints.Load()
+	for i := range 3 {
+		if err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO rows (n) VALUES (?)", i)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := onDisk(); n != 0 {
+		t.Fatalf("%d rows in the database file right after the writes, want them only in the WAL", n)
+	}
+	for deadline := time.Now().Add(writeConnIdle + 5*time.Second); onDisk() != 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows in the database file %s after the writes stopped, want 3", onDisk(), writeConnIdle+5*time.Second)
+		}
+	}
+	if c := w.checkpoints.Load() - before; c != 1 {
+		t.Fatalf("%d checkpoints after the writes stopped, want 1 (the idle one)", c)
 	}
 }
