@@ -150,7 +150,11 @@ func IsPostgres(db bun.IDB) bool { return db.Dialect().Name() == dialect.PG }
 // each fn in a savepoint of its own, and one COMMIT (see batch.go): InTx
 // answers once that COMMIT is done, and fn's ctx carries no cancellation (a
 // request that ends meanwhile has its change rolled back after fn returns,
-// and InTx answers its context's error).
+// and InTx answers its context's error). fn may run on the goroutine of
+// another writer, the gate's holder, which runs the functions of the writers
+// queued behind it: fn must not depend on the goroutine it runs on
+// (runtime.LockOSThread) nor wait for anything its caller's goroutine would
+// do; a panic in fn is raised again in its caller's InTx (TxPanic).
 //
 // On a context with a Claim (WithClaim) the first transaction that succeeds
 // does not commit here: it waits, open (on SQLite holding the write gate),
