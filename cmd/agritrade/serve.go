@@ -59,12 +59,12 @@ func newServe(f *rootFlags) *cobra.Command {
 
 // gcPercent is the garbage collector's target when GOGC is not set: a
 // collection once the heap has grown by twice what was live after the last.
-// The server's live heap is small (~20 MB under load), so Go's default of 100
-// collected after every ~20 MB allocated, and a burst of requests paid for
-// collections more than for anything but SQLite: workload C (listing creates)
-// at 200 made 3.5% more creates a second for 5% less CPU each, at the cost of
-// ~5 MB more resident memory (L and G: no change beyond noise). GOMEMLIMIT
-// still caps the heap where one is set (deploy/k8s).
+// The server's heap is small (its resident size under a burst of creates is
+// ~57 MB), so Go's default of 100 collected often, and a burst of requests
+// paid for collections more than for anything but SQLite: workload C (listing
+// creates) at 200 made 3.5% more creates a second for 5% less CPU each, at the
+// cost of ~5 MB more resident memory (L and G: no change beyond noise).
+// GOMEMLIMIT still caps the heap where one is set (deploy/k8s).
 const gcPercent = 200
 
 // tuneGC sets the collector's target to gcPercent unless the environment

@@ -32,7 +32,8 @@ import (
 // outcome; when nobody is waiting (or the batch is full) the holder commits
 // for all of them, and each writer's InTx answers once that COMMIT is done:
 // nothing is acknowledged before it is durable, as before. A writer with a
-// claim (Claim) runs its function itself, as it keeps the gate after it. A function that fails rolls back to its savepoint, so
+// claim (Claim) runs its function itself, as it keeps the gate after it. A
+// function that fails rolls back to its savepoint, so
 // it undoes its own writes only, as its own transaction would have. The
 // first writer of a transaction takes no savepoint (its failure rolls back a
 // transaction that holds nothing else), so a writer alone at the gate pays
@@ -311,30 +312,35 @@ func (w *writeGate) submit(j *job) error {
 		return err
 	}
 	w.mu.Lock()
-	if !w.held {
+	if w.held {
+		wt := &waiter{turn: make(chan struct{}, 1), job: j}
+		w.queue = append(w.queue, wt)
+		w.mu.Unlock()
+		select {
+		case <-wt.turn: // handed the gate: it runs its job itself
+		case err := <-j.done:
+			return err
+		case <-j.ctx.Done():
+			return w.abandon(wt)
+		}
+	} else {
 		w.held = true
 		w.mu.Unlock()
-		w.runJob(j)
-		w.leave()
-		return <-j.done
 	}
-	wt := &waiter{turn: make(chan struct{}, 1), job: j}
-	w.queue = append(w.queue, wt)
-	w.mu.Unlock()
-	select {
-	case <-wt.turn:
-		w.runJob(j)
-		w.leave()
-		return <-j.done
-	case err := <-j.done:
-		return err
-	case <-j.ctx.Done():
-	}
+	w.runJob(j)
+	w.leave()
+	return <-j.done
+}
+
+// abandon is submit's way out for a writer whose context ended while it
+// waited: out of the queue, or, when the holder took its job (it finds the
+// context ended) or handed it the gate, that job's outcome; the batch must
+// not wait for a writer that has left.
+func (w *writeGate) abandon(wt *waiter) error {
+	j := wt.job
 	if w.dequeue(wt) {
 		return j.ctx.Err()
 	}
-	// The holder took the job (it finds the context ended) or hands the
-	// gate on: the batch must not wait for a writer that has left.
 	select {
 	case <-wt.turn:
 		w.leave()
@@ -352,20 +358,13 @@ func (w *writeGate) runJob(j *job) {
 		j.done <- err
 		return
 	}
-	b, err := w.open(j.ctx, j.db)
+	m, err := w.join(j.ctx, j.db)
 	if err != nil {
 		j.done <- err
 		return
 	}
-	m := &member{w: w, b: b, ctx: context.WithoutCancel(j.ctx), sp: len(b.members) > 0}
-	if m.sp {
-		if err := m.exec("SAVEPOINT " + savepoint); err != nil {
-			j.done <- err
-			return
-		}
-	}
 	mctx := context.WithValue(m.ctx, commitHooksKey{}, j.h)
-	err = j.call(mctx, b.tx)
+	err = j.call(mctx, m.b.tx)
 	if err == nil {
 		err = j.h.runBefore(mctx)
 	}
@@ -381,7 +380,7 @@ func (w *writeGate) runJob(j *job) {
 		j.done <- err
 		return
 	}
-	b.members = append(b.members, j.done)
+	m.b.members = append(m.b.members, j.done)
 }
 
 // call runs j's function, turning a panic into errPanicked (j.panicked).
@@ -541,9 +540,18 @@ func (w *writeGate) enter(ctx context.Context, db *bun.DB) (*member, error) {
 	if err := w.acquire(ctx); err != nil {
 		return nil, err
 	}
-	b, err := w.open(ctx, db)
+	m, err := w.join(ctx, db)
 	if err != nil {
 		w.leave()
+		return nil, err
+	}
+	return m, nil
+}
+
+// join opens a writer's savepoint in the batch, for the holder of the gate.
+func (w *writeGate) join(ctx context.Context, db *bun.DB) (*member, error) {
+	b, err := w.open(ctx, db)
+	if err != nil {
 		return nil, err
 	}
 	m := &member{w: w, b: b, ctx: context.WithoutCancel(ctx), sp: len(b.members) > 0}
@@ -554,8 +562,6 @@ func (w *writeGate) enter(ctx context.Context, db *bun.DB) (*member, error) {
 		return m, nil
 	}
 	if err := m.exec("SAVEPOINT " + savepoint); err != nil {
-		m.ended = true
-		w.leave()
 		return nil, err
 	}
 	return m, nil

@@ -200,7 +200,8 @@ func InTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.T
 }
 
 // inBatch is InTx on SQLite: fn in a savepoint of the transaction the writers
-// at the gate share.
+// at the gate share, run by whoever holds the gate (submit); under a claim by
+// the writer itself, which keeps the gate until the claim's Commit or Abort.
 func inBatch(ctx context.Context, w *writeGate, db *bun.DB, h *commitHooks, cl *Claim, run func(context.Context, bun.Tx) error) error {
 	if cl == nil {
 		j := &job{ctx: ctx, db: db, h: h, run: run, done: make(chan error, 1)}
@@ -227,23 +228,14 @@ func inBatch(ctx context.Context, w *writeGate, db *bun.DB, h *commitHooks, cl *
 	}()
 	err = run(mctx, m.b.tx)
 	returned = true
-	if err == nil && cl == nil {
-		err = h.runBefore(mctx)
-	}
 	if err == nil {
 		err = ctx.Err() // the request ended meanwhile: its change is not kept
 	}
 	if err != nil {
 		return withRollback(err, m.end(false))
 	}
-	if cl != nil {
-		cl.open = &openTx{ctx: mctx, tx: m.b.tx, hooks: h, end: m.end}
-		return nil
-	}
-	if err := m.end(true); err != nil {
-		return err
-	}
-	h.run()
+	// The claim's Commit runs the BeforeCommit functions and ends it.
+	cl.open = &openTx{ctx: mctx, tx: m.b.tx, hooks: h, end: m.end}
 	return nil
 }
 
