@@ -96,7 +96,8 @@ type writeGate struct {
 	sinceCkpt     int
 	every         atomic.Int64
 	checkpointing atomic.Bool
-	lastFrames    int // only touched by the checkpoint running
+	lastFrames    int    // only touched by the checkpoint running
+	file          dbFile // synced before the checkpoint that holds the gate
 
 	// commits and writes count the COMMITs and the InTx transactions in them,
 	// checkpoints the checkpoints beside the writers.
@@ -137,8 +138,10 @@ func (w *writeGate) giveBack(db *bun.DB) {
 // without a write.
 const writeConnIdle = time.Second
 
-func newWriteGate() *writeGate {
-	w := &writeGate{conns: map[*bun.DB]*bun.Conn{}}
+// newWriteGate answers the gate of the database file at path ("" for an
+// in-memory database).
+func newWriteGate(path string) *writeGate {
+	w := &writeGate{conns: map[*bun.DB]*bun.Conn{}, file: dbFile{path: path, fd: -1}}
 	w.every.Store(1)
 	return w
 }

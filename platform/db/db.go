@@ -135,7 +135,11 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// (17% of a listing create's CPU in a profile).
 	sqldb.SetMaxIdleConns(8)
 	bdb := bun.NewDB(sqldb, sqlitedialect.New())
-	writeGates.Store(bdb.DB, newWriteGate())
+	file := path
+	if path == ":memory:" {
+		file = ""
+	}
+	writeGates.Store(bdb.DB, newWriteGate(file))
 	return bdb, nil
 }
 

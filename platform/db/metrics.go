@@ -33,7 +33,11 @@ func Collectors(ctx context.Context, bdb *bun.DB) []prometheus.Collector {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "agritrade_sqlite_checkpoints_total",
 				Help: "WAL checkpoints run beside the SQLite writers (each copies the WAL's pages back into the database file).",
-			}, func() float64 { return float64(w.checkpoints.Load()) }))
+			}, func() float64 { return float64(w.checkpoints.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agritrade_sqlite_file_syncs_total",
+				Help: "fsyncs of the SQLite database file before the checkpoint that holds the write gate, so that the writers do not wait for them (0 where SQLite's descriptors cannot be listed: that checkpoint syncs the file itself).",
+			}, func() float64 { return float64(w.file.synced.Load()) }))
 	}
 	if file := sqliteFile(ctx, bdb); file != "" {
 		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
