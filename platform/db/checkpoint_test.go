@@ -39,11 +39,7 @@ func TestCheckpoint_WALStartsAfreshUnderSteadyWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); w.checkpointing.Load(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a checkpoint still runs 30 s after the writes")
-		}
-	}
+	waitCheckpoint(t, w)
 	var n int
 	if err := bdb.QueryRowContext(ctx, "SELECT count(*) FROM blobs").Scan(&n); err != nil || n != writes {
 		t.Fatalf("%d rows, %v; want %d", n, err, writes)
@@ -66,6 +62,17 @@ func TestCheckpoint_WALStartsAfreshUnderSteadyWrites(t *testing.T) {
 	}
 	if written := int64(writes) * 3 * 4120; int64(len(wal)) > written*3/4 {
 		t.Fatalf("WAL file of %d bytes after %d written through it: it did not start afresh in time", len(wal), written)
+	}
+}
+
+// waitCheckpoint waits for the checkpoint running beside the writers, if one
+// runs, to end.
+func waitCheckpoint(t *testing.T, w *writeGate) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); w.checkpointing.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a checkpoint still runs 30 s after the writes")
+		}
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -45,9 +44,7 @@ func TestDBFile_200_SyncsThroughADescriptorOfSQLites(t *testing.T) {
 	}
 	// The COMMIT's checkpoint opens a connection of the pool: done before
 	// the descriptors are listed.
-	for w.checkpointing.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	waitCheckpoint(t, w)
 	path := sqliteFile(ctx, bdb)
 	want, err := os.Stat(path)
 	if err != nil {
@@ -108,11 +105,7 @@ func TestCheckpoint_TheDatabaseFileIsSyncedBeforeTheGateIsTaken(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); w.checkpointing.Load(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a checkpoint still runs 30 s after the COMMIT")
-		}
-	}
+	waitCheckpoint(t, w)
 	if n := w.file.synced.Load(); n != 1 {
 		t.Fatalf("%d syncs of the database file, want 1 (before the gate's checkpoint)", n)
 	}
