@@ -196,8 +196,10 @@ func TestMetricsAfterRealOperations(t *testing.T) {
 		if !after.has("go_sql_in_use_connections", "db_name", "agritrade") || !after.has("go_sql_wait_count_total") {
 			t.Error("the database pool metrics are missing")
 		}
-		if sqlite := bdb.Dialect().Name().String() == "sqlite"; sqlite != after.has("agritrade_sqlite_wal_bytes") {
-			t.Errorf("agritrade_sqlite_wal_bytes exported %v on %s", !sqlite, bdb.Dialect().Name())
+		for _, name := range []string{"agritrade_sqlite_wal_bytes", "agritrade_sqlite_file_syncs_total"} {
+			if sqlite := bdb.Dialect().Name().String() == "sqlite"; sqlite != after.has(name) {
+				t.Errorf("%s exported %v on %s", name, !sqlite, bdb.Dialect().Name())
+			}
 		}
 		if bdb.Dialect().Name().String() == "sqlite" && after.value("agritrade_sqlite_wal_bytes") <= 0 {
 			t.Error("the WAL of a database just written is empty")
