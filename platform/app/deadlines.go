@@ -8,11 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agritrade/api/platform/config"
-	"golang.org/x/net/netutil"
 )
 
 // Deadlines that move with progress. net/http's ReadTimeout and WriteTimeout
@@ -78,12 +78,67 @@ type connWrites struct{ until atomic.Int64 }
 
 type connWritesKey struct{}
 
-// limitListener caps the connections open at once (none when max <= 0).
+// limitListener caps the connections open at once (none when max <= 0): more
+// wait in the backlog. Its connections keep the ReadFrom of the connection
+// they wrap, because net/http hands a file to the kernel (sendfile) only
+// through the connection's ReadFrom (x/net/netutil's wrapper hides it, and
+// every download was then read into the process and written out again).
 func limitListener(ln net.Listener, max int) net.Listener {
 	if max <= 0 {
 		return ln
 	}
-	return netutil.LimitListener(ln, max)
+	return &limitedListener{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{})}
+}
+
+type limitedListener struct {
+	net.Listener
+	slots  chan struct{} // one value per open connection
+	closed sync.Once
+	done   chan struct{} // closed by Close: an Accept waiting for a slot returns
+}
+
+func (l *limitedListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	lc := &limitedConn{Conn: c, release: func() { <-l.slots }}
+	if _, ok := c.(io.ReaderFrom); ok {
+		return readerFromConn{lc}, nil
+	}
+	return lc, nil
+}
+
+func (l *limitedListener) Close() error {
+	err := l.Listener.Close()
+	l.closed.Do(func() { close(l.done) })
+	return err
+}
+
+// limitedConn gives its slot back when it is closed (once, however often).
+type limitedConn struct {
+	net.Conn
+	released sync.Once
+	release  func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.released.Do(c.release)
+	return err
+}
+
+// readerFromConn is a limitedConn over a connection with ReadFrom (TCP).
+type readerFromConn struct{ *limitedConn }
+
+func (c readerFromConn) ReadFrom(r io.Reader) (int64, error) {
+	return c.Conn.(io.ReaderFrom).ReadFrom(r)
 }
 
 // progressDeadlines wraps h with the body and response deadlines of cfg.
@@ -200,6 +255,53 @@ func (w *progressWriter) Flush() {
 	w.arm(0)
 	_ = w.rc.Flush()
 }
+
+// ReadFrom sends a file that the kernel copies (src an *os.File, or an
+// *io.LimitedReader of one: net/http hands it to sendfile) through the
+// server's ReadFrom. Each call may take WriteIdleTimeout; one that the
+// deadline ends after it sent writeChunk or more is resumed from where the
+// file stands, so the rule is Write's (writeChunk per WriteIdleTimeout)
+// while the kernel moves the bytes in as few calls as it needs. Any other
+// source is written through Write, in chunks under their deadlines.
+func (w *progressWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	f := kernelFile(src)
+	if !ok || f == nil {
+		return io.CopyBuffer(writeOnly{w}, src, make([]byte, writeChunk))
+	}
+	var sent int64
+	for {
+		from, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return sent, err
+		}
+		until := time.Now().Add(w.idle)
+		_ = w.rc.SetWriteDeadline(until)
+		w.conn.until.Store(until.UnixNano())
+		n, err := rf.ReadFrom(src)
+		sent += n
+		if err == nil || n < writeChunk || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return sent, err
+		}
+		// Resumed only if every byte taken from the file was sent (a copy
+		// that is not the kernel's may have read more than it wrote).
+		if at, serr := f.Seek(0, io.SeekCurrent); serr != nil || at != from+n {
+			return sent, err
+		}
+	}
+}
+
+// kernelFile is the file under a source sendfile can copy, or nil.
+func kernelFile(src io.Reader) *os.File {
+	if lr, ok := src.(*io.LimitedReader); ok {
+		src = lr.R
+	}
+	f, _ := src.(*os.File)
+	return f
+}
+
+// writeOnly hides a writer's ReadFrom from io.CopyBuffer.
+type writeOnly struct{ io.Writer }
 
 // Hijack hands the connection over without the deadlines.
 func (w *progressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {

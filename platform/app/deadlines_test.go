@@ -232,75 +232,17 @@ func TestDownloads(t *testing.T) {
 		// Small buffers on both ends, as on a mobile link: on loopback the
 		// kernel may otherwise buffer all 4 MiB (machines differ in how far
 		// they let socket buffers grow), and the write would never wait.
-		addr, closed := deadlineServerClosed(t, testDeadlines, file, func(ln net.Listener) net.Listener { return smallSendBuffers{ln} })
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = c.Close() }()
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(16 << 10)
-		}
-		_, _ = io.WriteString(c, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n")
-		// Read nothing: the socket buffers fill and the server must give up.
-		select {
-		case err := <-writeErr:
-			if err == nil {
-				t.Fatal("a stalled download was written to the end")
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a stalled download is still held after 10 s")
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for closed.Load() == 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if closed.Load() == 0 {
-			t.Fatal("the server still holds the stalled connection")
+		if err := stalledDownload(t, file, writeErr); err == nil {
+			t.Fatal("a stalled download was written to the end")
 		}
 	})
 
 	t.Run("slow but moving", func(t *testing.T) {
-		// On loopback the kernel grows the send buffer to megabytes, and a
-		// blocked write wakes only when a third of it is free; on a slow
-		// mobile link it stays near the small bandwidth-delay product. The
-		// server's send buffers are set small here to stand for such a link.
 		cfg := testDeadlines
 		cfg.WriteIdleTimeout = 2 * time.Second
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := newHTTPServer(cfg, file)
-		go func() { _ = srv.Serve(smallSendBuffers{ln}) }()
-		defer func() { _ = srv.Close() }()
-		addr := ln.Addr().String()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = c.Close() }()
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(16 << 10)
-		}
-		_, _ = io.WriteString(c, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n")
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = res.Body.Close() }()
 		// 64 KiB each 20 ms, pausing throughout: most of the server's writes
 		// wait on the client, and none may be cut.
-		var n int64
-		buf := make([]byte, 64<<10)
-		for {
-			m, err := io.ReadFull(res.Body, buf)
-			n += int64(m)
-			if err != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		n := len(slowDownload(t, cfg, file, 64<<10, 20*time.Millisecond))
 		if n != size {
 			t.Fatalf("read %d of %d bytes", n, size)
 		}
@@ -308,6 +250,71 @@ func TestDownloads(t *testing.T) {
 			t.Fatalf("the slow download's write failed: %v", err)
 		}
 	})
+}
+
+// requestFile serves h behind cfg and sends GET /file on a new connection.
+// Both ends have small socket buffers, as on a slow mobile link, where they
+// stay near the small bandwidth-delay product: on loopback the kernel grows
+// them to megabytes (machines differ in how far), and a write would then
+// hardly ever wait on the client. It answers the connection and the count of
+// connections the server has closed.
+func requestFile(t *testing.T, cfg config.HTTP, h http.Handler) (net.Conn, *atomic.Int64) {
+	t.Helper()
+	addr, closed := deadlineServerClosed(t, cfg, h, func(ln net.Listener) net.Listener { return smallSendBuffers{ln} })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(16 << 10)
+	}
+	_, _ = io.WriteString(c, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n")
+	return c, closed
+}
+
+// stalledDownload GETs /file from h behind testDeadlines and reads nothing:
+// the socket buffers fill and the server must give up. It answers the error
+// h reported, once the server has closed the connection.
+func stalledDownload(t *testing.T, h http.Handler, handlerErr <-chan error) error {
+	t.Helper()
+	_, closed := requestFile(t, testDeadlines, h)
+	var err error
+	select {
+	case err = <-handlerErr:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stalled download is still held after 10 s")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for closed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if closed.Load() == 0 {
+		t.Fatal("the server still holds the stalled connection")
+	}
+	return err
+}
+
+// slowDownload GETs /file from h behind cfg and reads the body chunk bytes
+// each pause; it answers what it read.
+func slowDownload(t *testing.T, cfg config.HTTP, h http.Handler, chunk int, pause time.Duration) []byte {
+	t.Helper()
+	c, _ := requestFile(t, cfg, h)
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	var got bytes.Buffer
+	buf := make([]byte, chunk)
+	for {
+		m, err := io.ReadFull(res.Body, buf)
+		got.Write(buf[:m])
+		if err != nil {
+			return got.Bytes()
+		}
+		time.Sleep(pause)
+	}
 }
 
 // smallSendBuffers gives accepted connections a 64 KiB send buffer.
@@ -418,4 +425,141 @@ type countedConn struct {
 func (c countedConn) Write(p []byte) (int, error) {
 	c.n.Add(1)
 	return c.Conn.Write(p)
+}
+
+// sendFileHandler answers the file at path through the writer's ReadFrom, as
+// a download of a local file does (httpx.Stream), and reports the error.
+func sendFileHandler(t *testing.T, path string, size int64, sendErr chan<- error) http.Handler {
+	t.Helper()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Open(path)
+		if err != nil {
+			sendErr <- err
+			return
+		}
+		defer func() { _ = f.Close() }()
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		rf, ok := w.(io.ReaderFrom)
+		if !ok {
+			sendErr <- errors.New("the server's writer has no ReadFrom")
+			return
+		}
+		_, err = rf.ReadFrom(&io.LimitedReader{R: f, N: size})
+		sendErr <- err
+	})
+}
+
+// randomFile writes size pseudo-random bytes to a file of the test: a byte
+// sent twice or lost shows in the comparison.
+func randomFile(t *testing.T, size int) (string, []byte) {
+	t.Helper()
+	data := make([]byte, size)
+	x := uint32(2463534242)
+	for i := range data {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		data[i] = byte(x)
+	}
+	path := t.TempDir() + "/file.bin"
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+// TestDownloads_200_AFileSentByTheKernelGoesOnWhileItMoves: a file sent
+// through ReadFrom (sendfile) to a client that reads slowly, longer than
+// several write deadlines, arrives whole and in order: each call the
+// deadline ends is resumed from where the file stands.
+func TestDownloads_200_AFileSentByTheKernelGoesOnWhileItMoves(t *testing.T) {
+	const size = 2 << 20
+	path, data := randomFile(t, size)
+	sendErr := make(chan error, 1)
+	cfg := testDeadlines
+	cfg.WriteIdleTimeout = 300 * time.Millisecond
+	// 32 KiB each 25 ms (~1.3 MB/s, well over writeChunk per deadline):
+	// about 1.6 s in all, five deadlines or more.
+	got := slowDownload(t, cfg, sendFileHandler(t, path, size, sendErr), 32<<10, 25*time.Millisecond)
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes of %d, or not the file's", len(got), size)
+	}
+	if err := <-sendErr; err != nil {
+		t.Fatalf("the send failed: %v", err)
+	}
+}
+
+// TestDownloads_AFileSentByTheKernelToAStalledClientIsCut: the send of a
+// file to a client that stops reading ends with an error soon after the
+// write deadline, and the connection is closed.
+func TestDownloads_AFileSentByTheKernelToAStalledClientIsCut(t *testing.T) {
+	const size = 4 << 20
+	path, _ := randomFile(t, size)
+	sendErr := make(chan error, 1)
+	if err := stalledDownload(t, sendFileHandler(t, path, size, sendErr), sendErr); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the stalled send ended with %v, want the write deadline", err)
+	}
+}
+
+// TestMaxConns_200_FilesStillGoToTheKernel: behind the connection limit, a
+// file sent through ReadFrom reaches the connection's own ReadFrom (where
+// net/http's sendfile is), not its Write: only the header and the first
+// bytes net/http sniffs are written.
+func TestMaxConns_200_FilesStillGoToTheKernel(t *testing.T) {
+	const size = 1 << 20
+	path, data := randomFile(t, size)
+	sendErr := make(chan error, 1)
+	cfg := testDeadlines
+	cfg.MaxConns = 2
+	var written, readFrom atomic.Int64
+	addr, _ := deadlineServerClosed(t, cfg, sendFileHandler(t, path, size, sendErr), func(ln net.Listener) net.Listener {
+		return tallyListener{ln, &written, &readFrom}
+	})
+	res, err := http.Get("http://" + addr + "/file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || !bytes.Equal(got, data) {
+		t.Fatalf("status %d, %d of %d bytes, %v", res.StatusCode, len(got), size, err)
+	}
+	if err := <-sendErr; err != nil {
+		t.Fatal(err)
+	}
+	if w, r := written.Load(), readFrom.Load(); w > 4<<10 || r < size-512 {
+		t.Fatalf("%d bytes written, %d through ReadFrom: want the header and 512 bytes written, the rest through ReadFrom", w, r)
+	}
+}
+
+// tallyListener counts what its TCP connections are given by Write and by
+// ReadFrom.
+type tallyListener struct {
+	net.Listener
+	written, readFrom *atomic.Int64
+}
+
+func (l tallyListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	return tallyConn{c.(*net.TCPConn), l.written, l.readFrom}, nil
+}
+
+type tallyConn struct {
+	*net.TCPConn
+	written, readFrom *atomic.Int64
+}
+
+func (c tallyConn) Write(p []byte) (int, error) {
+	n, err := c.TCPConn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+func (c tallyConn) ReadFrom(r io.Reader) (int64, error) {
+	n, err := c.TCPConn.ReadFrom(r)
+	c.readFrom.Add(n)
+	return n, err
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -404,6 +405,57 @@ func TestPut_200_AManyChunkUploadHashesAndStoresEveryByte(t *testing.T) {
 		got, err := io.ReadAll(rc)
 		if err != nil || !bytes.Equal(got, content) {
 			t.Fatalf("read back %d bytes (%v), want the %d uploaded", len(got), err, len(content))
+		}
+	})
+}
+
+// fileSink is a connection's writer: it records what its ReadFrom was given.
+type fileSink struct {
+	bytes.Buffer
+	fromFile bool
+}
+
+func (s *fileSink) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		_, s.fromFile = lr.R.(*os.File)
+	} else {
+		_, s.fromFile = r.(*os.File)
+	}
+	return s.Buffer.ReadFrom(r)
+}
+
+// TestRead_200_ALocalFileGoesToAWritersReadFrom: a local download hands the
+// file itself (a range of it) to a writer with ReadFrom, where a server's
+// connection has the kernel copy it; to any other writer it is copied.
+func TestRead_200_ALocalFileGoesToAWritersReadFrom(t *testing.T) {
+	forEach(t, []backend{localBackend()}, func(t *testing.T, s *filestore.Service, _ filestore.Blobs, _ backend, _ *bun.DB) {
+		content := bytes.Repeat([]byte("0123456789"), 10000)
+		rec := put(t, s, farmer, filestore.PutInput{Bucket: "files", Type: "misc", Name: "n.txt", Body: bytes.NewReader(content)})
+		for _, r := range [][2]int64{{0, -1}, {10, 100}} {
+			want := content[r[0]:]
+			if r[1] >= 0 {
+				want = want[:r[1]]
+			}
+			rc, err := s.Read(t.Context(), rec, r[0], r[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sink fileSink
+			n, err := rc.(io.WriterTo).WriteTo(&sink)
+			_ = rc.Close()
+			if err != nil || n != int64(len(want)) || !bytes.Equal(sink.Bytes(), want) || !sink.fromFile {
+				t.Fatalf("range %v: %d bytes, %v, from the file %v", r, n, err, sink.fromFile)
+			}
+			rc, err = s.Read(t.Context(), rec, r[0], r[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plain bytes.Buffer
+			n, err = rc.(io.WriterTo).WriteTo(struct{ io.Writer }{&plain})
+			_ = rc.Close()
+			if err != nil || n != int64(len(want)) || !bytes.Equal(plain.Bytes(), want) {
+				t.Fatalf("range %v to a plain writer: %d bytes, %v", r, n, err)
+			}
 		}
 	})
 }

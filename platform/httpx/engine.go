@@ -294,7 +294,7 @@ func accessLog(m *Metrics) gin.HandlerFunc {
 			"route":    route,
 			"status":   status,
 			"duration": elapsed.Round(time.Microsecond).String(),
-			"bytes":    c.Writer.Size(),
+			"bytes":    bodyBytes(c),
 		}).Log(level, "request")
 	}
 }
