@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,10 +240,11 @@ func TestDownloads(t *testing.T) {
 
 	t.Run("slow but moving", func(t *testing.T) {
 		cfg := testDeadlines
-		cfg.WriteIdleTimeout = 2 * time.Second
-		// 64 KiB each 20 ms, pausing throughout: most of the server's writes
-		// wait on the client, and none may be cut.
-		n := len(slowDownload(t, cfg, file, 64<<10, 20*time.Millisecond))
+		cfg.WriteIdleTimeout = 300 * time.Millisecond
+		// 32 KiB each 25 ms, pausing throughout (about 3.3 s, ten write
+		// deadlines and more): most of the server's writes wait on the
+		// client, and none may be cut.
+		n := len(slowDownload(t, cfg, file, 32<<10, 25*time.Millisecond))
 		if n != size {
 			t.Fatalf("read %d of %d bytes", n, size)
 		}
@@ -261,14 +263,21 @@ func TestDownloads(t *testing.T) {
 func requestFile(t *testing.T, cfg config.HTTP, h http.Handler) (net.Conn, *atomic.Int64) {
 	t.Helper()
 	addr, closed := deadlineServerClosed(t, cfg, h, func(ln net.Listener) net.Listener { return smallSendBuffers{ln} })
-	c, err := net.Dial("tcp", addr)
+	// The receive buffer is set before the connection is made, as a phone's
+	// is: shrunk after the handshake (the window scale is agreed by then),
+	// it left a reader paced at 3 MB/s getting 32 KiB writes at ~140 KB/s.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
+		})
+		return errors.Join(err, serr)
+	}}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(16 << 10)
-	}
 	_, _ = io.WriteString(c, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n")
 	return c, closed
 }
