@@ -19,7 +19,7 @@ func Stream(c *gin.Context, src io.Reader) (int64, error) {
 	c.Writer.WriteHeaderNow()
 	rf := serverReaderFrom(c.Writer)
 	if rf == nil {
-		return io.Copy(writerOnly{c.Writer}, src)
+		return io.Copy(c.Writer, src)
 	}
 	d := &direct{Writer: c.Writer, rf: rf}
 	n, err := io.Copy(d, src)
@@ -55,9 +55,6 @@ func (d *direct) ReadFrom(src io.Reader) (int64, error) {
 	d.sent += n
 	return n, err
 }
-
-// writerOnly hides a writer's ReadFrom from io.Copy.
-type writerOnly struct{ io.Writer }
 
 // serverReaderFrom is the ReadFrom of the writer beneath w, when w is gin's
 // own writer: its Unwrap answers the server's writer. A middleware's wrapper
