@@ -208,8 +208,9 @@ func (p *DogProperties) searchable() searchFields {
 	return searchFields{Breed: p.BreedType, Society: p.BreedSociety}
 }
 
-// decodeProperties reads stored properties JSON of a kind.
-func decodeProperties(kind categories.Kind, raw []byte) (Properties, error) {
+// decodeProperties reads stored properties JSON of a kind with unmarshal
+// (listingRow.listing).
+func decodeProperties(kind categories.Kind, raw []byte, unmarshal func([]byte, any) error) (Properties, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -224,7 +225,7 @@ func decodeProperties(kind categories.Kind, raw []byte) (Properties, error) {
 	default:
 		return nil, nil
 	}
-	if err := json.Unmarshal(raw, p); err != nil {
+	if err := unmarshal(raw, p); err != nil {
 		return nil, err
 	}
 	// Lists always render as arrays, also for rows written without them.
