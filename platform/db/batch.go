@@ -130,7 +130,7 @@ func (w *writeGate) giveBack(db *bun.DB) {
 		return
 	}
 	delete(w.conns, db)
-	_, _ = c.ExecContext(context.Background(), fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", checkpointFrames))
+	_, _ = c.ExecContext(context.Background(), fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", sqliteAutoCheckpoint))
 	_ = c.Close()
 }
 

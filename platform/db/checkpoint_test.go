@@ -28,8 +28,8 @@ func TestCheckpoint_WALStartsAfreshUnderSteadyWrites(t *testing.T) {
 		t.Fatalf("the write connection's wal_autocheckpoint: %d, %v; want 0", auto, err)
 	}
 	// Each insert writes about three pages (two overflow pages and a leaf):
-	// some 15,000 pages in all, close to four times restartFrames.
-	const writes = 5000
+	// close to four times restartFrames in all.
+	const writes = 5 * restartFrames / 4
 	blob := make([]byte, 6000)
 	for i := range writes {
 		if err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
@@ -53,7 +53,7 @@ func TestCheckpoint_WALStartsAfreshUnderSteadyWrites(t *testing.T) {
 	}
 	// The WAL header's checkpoint sequence number counts the times it
 	// started afresh. Never started afresh, the WAL would hold every page
-	// written: 4,120 bytes each (page and frame header), some 60 MB. How soon
+	// written: 4,120 bytes each (page and frame header), some 250 MB. How soon
 	// it starts afresh depends on how fast the checkpoints beside the writers
 	// run (a loaded machine left it at half that size once): a restart in the
 	// first three quarters of the writes passes.

@@ -93,10 +93,10 @@ func TestCheckpoint_TheDatabaseFileIsSyncedBeforeTheGateIsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	// About two pages a row (an overflow page and a leaf's share): some
-	// 6,000 pages in one COMMIT, past restartFrames.
+	// one and a half times restartFrames in one COMMIT.
 	blob := make([]byte, 6000)
 	if err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
-		for i := range 3000 {
+		for i := range 3 * restartFrames / 4 {
 			if _, err := tx.ExecContext(ctx, "INSERT INTO blobs (n, b) VALUES (?, ?)", i, blob); err != nil {
 				return err
 			}
