@@ -20,36 +20,44 @@ const copyBufferSize = 256 << 10
 // writerOnly hides os.File's ReadFrom, so that io.CopyBuffer uses the buffer.
 type writerOnly struct{ io.Writer }
 
-// syncEvery is how much of an upload is written between two background
-// syncs (syncingWriter).
-const syncEvery = 8 << 20
+// syncEvery is how much of an upload is written between two starts of its
+// write-back (syncingWriter).
+const syncEvery = 2 << 20
 
 // syncingWriter writes an upload to its file and, each time syncEvery more
-// bytes are written, starts an fsync of what is there so far in the
-// background (one at a time). The disk then takes the file while the rest
-// arrives, and the final Sync, which the record waits for, has only the
+// bytes are written, starts writing those to the disk in the background
+// (startWriteback, one at a time). The disk then takes the file while the
+// rest arrives, and the final Sync, which the record waits for, has only the
 // tail left to flush: durability is the same (nothing is recorded before
-// that Sync), the wait at the end is shorter. A background sync's error is
-// kept and answered by wait: on Linux an fsync error is reported once, so a
-// later Sync may not see it again. It hides os.File's ReadFrom, so that
+// that Sync), the wait at the end is shorter. An error of a background start
+// is kept and answered by wait (on Linux an fsync error is reported once, so
+// a later Sync may not see it again). It hides os.File's ReadFrom, so that
 // io.CopyBuffer uses the buffer (or the body's WriteTo).
 type syncingWriter struct {
-	f       *os.File
-	pending int64
-	running chan struct{} // closed when the background sync ends; nil before the first
-	err     error         // the background syncs' first error, read after running is closed
+	f *os.File
+	// start starts the write-back of a range of f: startWriteback, or a
+	// test's recorder.
+	start   func(f *os.File, off, n int64) error
+	written int64         // bytes written to f
+	pending int64         // of which not yet handed to start
+	running chan struct{} // closed when the background start ends; nil before the first
+	err     error         // the background starts' first error, read after running is closed
 }
+
+func newSyncingWriter(f *os.File) *syncingWriter { return &syncingWriter{f: f, start: startWriteback} }
 
 func (w *syncingWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
+	w.written += int64(n)
 	w.pending += int64(n)
 	if w.pending >= syncEvery && w.idle() {
+		off, size := w.written-w.pending, w.pending
 		w.pending = 0
 		done := make(chan struct{})
 		w.running = done
 		go func() {
 			defer close(done)
-			if err := w.f.Sync(); err != nil && w.err == nil {
+			if err := w.start(w.f, off, size); err != nil && w.err == nil {
 				w.err = err
 			}
 		}()
@@ -167,7 +175,7 @@ func (l *Local) Put(_ context.Context, key string, r io.Reader) (n int64, err er
 	// upload is alive, which is what keeps the sweeper off it (SweepAge).
 	// (os.File's ReadFrom did the same behind the bufio.Writer this
 	// replaces; this says so instead of relying on it.)
-	w := &syncingWriter{f: f}
+	w := newSyncingWriter(f)
 	n, err = io.CopyBuffer(w, r, make([]byte, copyBufferSize))
 	if serr := w.wait(); err == nil {
 		err = serr
