@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/agritrade/api/cmd/internal/buildinfo"
 	"github.com/agritrade/api/platform/app"
+	"github.com/agritrade/api/platform/procs"
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 )
 
@@ -40,6 +44,7 @@ func newServe(f *rootFlags) *cobra.Command {
 			}
 			defer wg.Wait()
 			log := p.Log.Entry()
+			governProcs(ctx, &wg, p.Config.Runtime.AdaptiveProcs, os.Getenv, p.Log.Component("procs"))
 			go func() {
 				if err := srv.DocsReady(); err != nil {
 					log.WithError(err).Error("the OpenAPI documents could not be built; /openapi.json answers 500")
@@ -55,6 +60,27 @@ func newServe(f *rootFlags) *cobra.Command {
 			})
 		},
 	}
+}
+
+// governProcs starts the GOMAXPROCS governor (platform/procs) when
+// runtime.adaptive_procs is on and the environment does not set GOMAXPROCS
+// (an operator's number wins), answering whether it started.
+func governProcs(ctx context.Context, wg *sync.WaitGroup, on bool, getenv func(string) string, log logrus.FieldLogger) bool {
+	if !on || getenv("GOMAXPROCS") != "" {
+		return false
+	}
+	log.WithField("max", runtime.GOMAXPROCS(0)).Debug("GOMAXPROCS follows the load (runtime.adaptive_procs)")
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := procs.Run(ctx, func(c procs.Change) {
+			log.WithFields(logrus.Fields{"from": c.From, "to": c.To, "reason": c.Reason}).Debug("GOMAXPROCS changed")
+		})
+		if err != nil {
+			log.WithError(err).Warn("GOMAXPROCS stays at the runtime's default")
+		}
+	}()
+	return true
 }
 
 // gcPercent is the garbage collector's target when GOGC is not set: a

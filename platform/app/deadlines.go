@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agritrade/api/platform/config"
+	"github.com/agritrade/api/platform/procs"
 )
 
 // Deadlines that move with progress. net/http's ReadTimeout and WriteTimeout
@@ -61,7 +62,7 @@ func newHTTPServer(cfg config.HTTP, h http.Handler) *http.Server {
 		maxHeader = 64 << 10
 	}
 	return &http.Server{
-		Handler:           progressDeadlines(cfg, h),
+		Handler:           sampled(progressDeadlines(cfg, h)),
 		ReadHeaderTimeout: header,
 		MaxHeaderBytes:    maxHeader,
 		IdleTimeout:       2 * time.Minute,
@@ -69,6 +70,15 @@ func newHTTPServer(cfg config.HTTP, h http.Handler) *http.Server {
 			return context.WithValue(ctx, connWritesKey{}, &connWrites{})
 		},
 	}
+}
+
+// sampled lets the GOMAXPROCS governor (platform/procs) sample the process
+// as each request starts: under load it then needs no timer of its own.
+func sampled(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		procs.Poke()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // connWrites is the write deadline last set on a connection (unix ns). The

@@ -22,6 +22,7 @@ import (
 	"github.com/agritrade/api/platform/logging"
 	"github.com/agritrade/api/platform/module"
 	"github.com/agritrade/api/platform/outbox"
+	"github.com/agritrade/api/platform/procs"
 	"github.com/agritrade/api/platform/ratelimit"
 	"github.com/agritrade/api/platform/settings"
 	"github.com/agritrade/api/platform/tabular"
@@ -230,6 +231,7 @@ func (p *Platform) registerMetrics(ctx context.Context) {
 	cs = append(cs, ratelimit.Collectors()...)
 	cs = append(cs, filestore.Collectors()...)
 	cs = append(cs, idempotency.Collectors()...)
+	cs = append(cs, procs.Collectors()...)
 	cs = append(cs, db.Collectors(ctx, p.DB)...)
 	p.Metrics.Registry.MustRegister(cs...)
 }

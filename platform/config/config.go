@@ -35,6 +35,7 @@ type Config struct {
 	Imports   Imports   `mapstructure:"imports"`
 	// Idempotency keeps the answers of writes sent with Idempotency-Key.
 	Idempotency Idempotency `mapstructure:"idempotency"`
+	Runtime     Runtime     `mapstructure:"runtime"`
 	Debug       bool        `mapstructure:"debug"`
 
 	// v holds every key, for the sections modules own and read with Section.
@@ -76,6 +77,15 @@ type Imports struct {
 	// MaxInFlight is how many imports one replica runs at once; more answer
 	// 429 with Retry-After. 0 or less: no limit.
 	MaxInFlight int `mapstructure:"max_in_flight"`
+}
+
+// Runtime tunes the Go runtime of the serve command.
+type Runtime struct {
+	// AdaptiveProcs lets GOMAXPROCS follow the load (platform/procs): one
+	// processor while one is plenty, the runtime's default as soon as the
+	// load needs more. Off: the runtime's default throughout. GOMAXPROCS set
+	// in the environment wins either way.
+	AdaptiveProcs bool `mapstructure:"adaptive_procs"`
 }
 
 // Idempotency configures the Idempotency-Key of authenticated writes
@@ -356,6 +366,7 @@ func SetDefaults(v *viper.Viper) {
 	v.SetDefault("http.max_conns", 4096)
 	v.SetDefault("http.pprof_addr", "")
 	v.SetDefault("imports.max_in_flight", 2)
+	v.SetDefault("runtime.adaptive_procs", true)
 	v.SetDefault("base_url", "")
 	v.SetDefault("data_dir", "./data")
 	v.SetDefault("db.dsn", "")

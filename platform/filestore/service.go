@@ -21,6 +21,7 @@ import (
 	"github.com/agritrade/api/platform/config"
 	"github.com/agritrade/api/platform/ids"
 	"github.com/agritrade/api/platform/logging"
+	"github.com/agritrade/api/platform/procs"
 	"github.com/sirupsen/logrus"
 	"github.com/uptrace/bun"
 )
@@ -334,6 +335,8 @@ func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 	if u.err != nil {
 		return 0, u.err
 	}
+	// Three goroutines at once: on one processor they would take turns.
+	procs.Raise()
 	full := make(chan []byte, 1)
 	toHash := make(chan []byte, readChunks)
 	free := make(chan []byte, readChunks)
