@@ -11,6 +11,7 @@ require (
 	github.com/agritrade/api/logistics v0.0.0
 	github.com/agritrade/api/system v0.0.0
 	github.com/getkin/kin-openapi v0.152.0
+	github.com/sirupsen/logrus v1.10.2
 	github.com/spf13/cobra v1.10.2
 	github.com/uptrace/bun v1.3.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -107,7 +108,6 @@ require (
 	github.com/sagikazarmark/locafero v0.11.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
-	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/sourcegraph/conc v0.3.1-0.20240121214520-5f936abd7ae8 // indirect
 	github.com/spf13/afero v1.15.0 // indirect
 	github.com/spf13/cast v1.10.0 // indirect

@@ -22,6 +22,19 @@ const (
 	// than two), well clear of raiseShare.
 	lowerShare  = 0.5
 	lowerWindow = time.Second
+	// cheapRequest: one processor is only for requests that cost at most
+	// this much CPU on average (over the last lowerWindow to go down to one,
+	// the last heavyWindow to stay), once they use heavyFloor of a core or
+	// more (below it they rarely meet: an idle replica's probes and scrapes).
+	// The wake-ups one processor saves are a few µs per request, a quarter
+	// of a 50 µs request but 2% of a 600 µs one, while the wait behind a
+	// request that holds the one processor grows with its length (and with
+	// any work it sets off: a WAL checkpoint, a collection). Measured: the
+	// settings document ~50 µs, a listing create 500 to 700, a search 2 to
+	// 4 ms.
+	cheapRequest = 200 * time.Microsecond
+	heavyWindow  = 100 * time.Millisecond
+	heavyFloor   = 0.1
 	// slowWait is the scheduling latency that counts as waiting behind work;
 	// a raise for latency needs, over the last latencyWindow, at least
 	// latencyMin slow waits and latencyShare of the (sampled: one in eight)
@@ -56,6 +69,7 @@ type Reason string
 const (
 	ReasonCPU     Reason = "cpu"     // raised: the processors were nearly all busy
 	ReasonLatency Reason = "latency" // raised: goroutines waited for a processor
+	ReasonHeavy   Reason = "heavy"   // raised: requests too long to wait behind one another on one processor
 	ReasonIdle    Reason = "idle"    // lowered: the load fits in fewer processors
 )
 
@@ -66,12 +80,14 @@ type Sample struct {
 	CPU   time.Duration // user and system CPU time of the process
 	Slow  uint64        // sampled scheduling waits of slowWait or more
 	Waits uint64        // sampled scheduling waits
+	// Requests counts the requests started.
+	Requests uint64
 }
 
 // interval is what happened between two samples.
 type interval struct {
-	dt, cpu     time.Duration
-	slow, waits uint64
+	dt, cpu           time.Duration
+	slow, waits, reqs uint64
 }
 
 // Law is the control law: given successive samples it answers the level to
@@ -125,7 +141,7 @@ func (l *Law) Step(s Sample) (int, Reason) {
 	if s.Wall <= l.prev.Wall {
 		return l.level, "" // not after the last: nothing to measure
 	}
-	iv := interval{dt: s.Wall - l.prev.Wall, cpu: s.CPU - l.prev.CPU, slow: s.Slow - l.prev.Slow, waits: s.Waits - l.prev.Waits}
+	iv := interval{dt: s.Wall - l.prev.Wall, cpu: s.CPU - l.prev.CPU, slow: s.Slow - l.prev.Slow, waits: s.Waits - l.prev.Waits, reqs: s.Requests - l.prev.Requests}
 	l.prev = s
 	l.atLevel += iv.dt
 	l.recent = append(l.recent, iv)
@@ -135,6 +151,9 @@ func (l *Law) Step(s Sample) (int, Reason) {
 		case l.busy(burstWindow, burstShare) || l.busy(raiseWindow, raiseShare):
 			l.moveTo(l.max)
 			return l.level, ReasonCPU
+		case l.level == 1 && l.heavy(heavyWindow):
+			l.moveTo(l.max)
+			return l.level, ReasonHeavy
 		case l.waitedBehindWork():
 			l.moveTo(l.max)
 			l.hold(s.Wall)
@@ -144,8 +163,11 @@ func (l *Law) Step(s Sample) (int, Reason) {
 	if l.level == 1 || s.Wall < l.holdUntil || l.atLevel < lowerWindow {
 		return l.level, ""
 	}
-	cpu, span := l.sum(lowerWindow)
+	cpu, span, _ := l.sum(lowerWindow)
 	need := max(int(math.Ceil(float64(cpu)/float64(span)/lowerShare)), 1)
+	if need == 1 && l.heavy(lowerWindow) {
+		need = 2
+	}
 	if need >= l.level {
 		return l.level, ""
 	}
@@ -179,8 +201,16 @@ func (l *Law) busy(w time.Duration, share float64) bool {
 	if l.atLevel < w {
 		return false
 	}
-	cpu, span := l.sum(w)
+	cpu, span, _ := l.sum(w)
 	return float64(cpu) >= share*float64(l.level)*float64(span)
+}
+
+// heavy tells whether the requests of the newest intervals spanning w cost
+// more than cheapRequest of CPU each on average, while the process used
+// heavyFloor of a core or more.
+func (l *Law) heavy(w time.Duration) bool {
+	cpu, span, reqs := l.sum(w)
+	return reqs > 0 && cpu > time.Duration(reqs)*cheapRequest && float64(cpu) >= heavyFloor*float64(span)
 }
 
 // waitedBehindWork tells whether goroutines waited slowWait or more for a
@@ -203,13 +233,14 @@ func (l *Law) waitedBehindWork() bool {
 }
 
 // sum answers the CPU used over the newest intervals that span at least w
-// (all of them if they span less), and their span.
-func (l *Law) sum(w time.Duration) (cpu, span time.Duration) {
+// (all of them if they span less), their span and the requests started.
+func (l *Law) sum(w time.Duration) (cpu, span time.Duration, reqs uint64) {
 	for i := len(l.recent) - 1; i >= 0 && span < w; i-- {
 		cpu += l.recent[i].cpu
 		span += l.recent[i].dt
+		reqs += l.recent[i].reqs
 	}
-	return cpu, span
+	return cpu, span, reqs
 }
 
 // trim drops the intervals that no window reaches any more.

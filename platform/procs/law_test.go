@@ -5,11 +5,12 @@ import (
 	"time"
 )
 
-// load drives a Law with samples every step: util cores of CPU, and per
-// second waitsPerS sampled scheduling waits of which a share slowShare took
-// slowWait or more.
+// load drives a Law with samples every step: util cores of CPU, reqsPerS
+// requests a second, and per second waitsPerS sampled scheduling waits of
+// which a share slowShare took slowWait or more.
 type load struct {
 	util      float64
+	reqsPerS  float64
 	waitsPerS float64
 	slowShare float64
 }
@@ -19,8 +20,8 @@ type driver struct {
 	law  *Law
 	step time.Duration
 	s    Sample
-	// fractional waits carried from step to step
-	waits, slow float64
+	// fractional counts carried from step to step
+	waits, slow, reqs float64
 }
 
 func newDriver(t *testing.T, max int) *driver {
@@ -44,11 +45,14 @@ func (d *driver) run(l load, dur time.Duration) []Change {
 		d.s.CPU += time.Duration(l.util * float64(d.step))
 		d.waits += l.waitsPerS * d.step.Seconds()
 		d.slow += l.waitsPerS * l.slowShare * d.step.Seconds()
-		w, s := uint64(d.waits), uint64(d.slow)
+		d.reqs += l.reqsPerS * d.step.Seconds()
+		w, s, r := uint64(d.waits), uint64(d.slow), uint64(d.reqs)
 		d.waits -= float64(w)
 		d.slow -= float64(s)
+		d.reqs -= float64(r)
 		d.s.Waits += w
 		d.s.Slow += s
+		d.s.Requests += r
 		from := d.law.Level()
 		if to, why := d.law.Step(d.s); why != "" {
 			changes = append(changes, Change{From: from, To: to, Reason: why})
@@ -81,24 +85,50 @@ func (d *driver) expect(got []Change, want ...Change) {
 }
 
 // The loads measured on the 2-core machine (package comment): the settings
-// document in a closed loop, listing creates at ~950 a second, searches of
-// ~3 ms at ~40 a second (which overlap now and then), and nothing.
+// document in a closed loop (~50 µs a request), listing creates at ~950 a
+// second (~500 µs), searches of ~3 ms at ~40 a second (which overlap now and
+// then), cheap requests beside background work that queues, and nothing.
 var (
-	cheapRequests = load{util: 0.42, waitsPerS: 4000, slowShare: 0.001}
-	creates       = load{util: 0.48, waitsPerS: 1100, slowShare: 0.001}
-	fewSearches   = load{util: 0.14, waitsPerS: 55, slowShare: 0.3}
+	cheapRequests = load{util: 0.42, reqsPerS: 8000, waitsPerS: 4000, slowShare: 0.001}
+	creates       = load{util: 0.48, reqsPerS: 950, waitsPerS: 1100, slowShare: 0.001}
+	fewSearches   = load{util: 0.14, reqsPerS: 40, waitsPerS: 55, slowShare: 0.3}
+	queueing      = load{util: 0.15, reqsPerS: 2000, waitsPerS: 55, slowShare: 0.3}
 	idle          = load{util: 0.005, waitsPerS: 8}
 	saturating    = load{util: 0.98, waitsPerS: 4000}
 )
 
 func TestLaw_LightLoadRunsOnOneProcessorAfterASecond(t *testing.T) {
-	for name, l := range map[string]load{"idle": idle, "cheap requests": cheapRequests, "creates": creates} {
+	for name, l := range map[string]load{"idle": idle, "cheap requests": cheapRequests} {
 		t.Run(name, func(t *testing.T) {
 			d := newDriver(t, 2)
 			d.expect(d.run(l, 990*time.Millisecond)) // a level is kept a second at least
 			d.expect(d.run(l, 20*time.Millisecond), Change{2, 1, ReasonIdle})
 			// and stays there: neither their CPU nor their waits raise it
 			d.expect(d.run(l, time.Minute))
+		})
+	}
+}
+
+func TestLaw_AnIdleReplicasProbesAreNotHeavy(t *testing.T) {
+	// A scrape of 2 ms and two probes a second: dear requests, but alone.
+	d := newDriver(t, 2)
+	d.expect(d.run(load{util: 0.01, reqsPerS: 3, waitsPerS: 10}, 1010*time.Millisecond), Change{2, 1, ReasonIdle})
+	d.expect(d.run(load{util: 0.01, reqsPerS: 3, waitsPerS: 10}, time.Minute))
+}
+
+func TestLaw_HeavyRequestsKeepTwoProcessors(t *testing.T) {
+	for name, l := range map[string]load{"creates": creates, "searches": fewSearches} {
+		t.Run(name, func(t *testing.T) {
+			// Light enough for one processor, but each request would hold it.
+			d := newDriver(t, 2)
+			d.expect(d.run(l, time.Minute))
+			// Arriving at one processor (after a quiet spell), they are
+			// raised within the heavy window.
+			d.run(idle, 2*time.Second)
+			c, took := d.until(l, time.Second)
+			if c != (Change{1, 2, ReasonHeavy}) || took > heavyWindow+d.step {
+				t.Fatalf("heavy requests at one processor: %v after %v; want raised within %v", c, took, heavyWindow)
+			}
 		})
 	}
 }
@@ -128,23 +158,23 @@ func TestLaw_ASustainedLoadRaises(t *testing.T) {
 func TestLaw_WaitingBehindWorkRaisesAndHolds(t *testing.T) {
 	d := newDriver(t, 2)
 	d.run(idle, 2*time.Second)
-	// Each time the searches queue at one processor they are raised within
+	// Each time the work queues at one processor they are raised within
 	// the latency window. The hold that follows is 10 s; each relapse (queueing
 	// again right after the lowering) doubles it: 20, 40, then 60 s at most.
 	for _, hold := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute} {
-		c, took := d.until(fewSearches, time.Second)
+		c, took := d.until(queueing, time.Second)
 		if c != (Change{1, 2, ReasonLatency}) || took > 300*time.Millisecond {
 			t.Fatalf("queueing at one processor: %v after %v; want a raise for latency within 300 ms", c, took)
 		}
-		c, took = d.until(fewSearches, 2*time.Minute)
+		c, took = d.until(queueing, 2*time.Minute)
 		if c != (Change{2, 1, ReasonIdle}) || took < hold || took > hold+20*time.Millisecond {
 			t.Fatalf("after the raise: %v after %v; want lowered once the %v hold is over", c, took, hold)
 		}
 	}
-	// Searches that come back after a quiet spell: the hold starts again at 10 s.
+	// Queueing that comes back after a quiet spell: the hold starts again at 10 s.
 	d.run(idle, 10*time.Second)
-	d.until(fewSearches, time.Second)
-	if c, took := d.until(fewSearches, 2*time.Minute); took < 10*time.Second || took > 10*time.Second+20*time.Millisecond {
+	d.until(queueing, time.Second)
+	if c, took := d.until(queueing, 2*time.Minute); took < 10*time.Second || took > 10*time.Second+20*time.Millisecond {
 		t.Fatalf("after a quiet spell: %v after %v; want lowered after a 10 s hold", c, took)
 	}
 }

@@ -6,7 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // is the Go collector's go_sched_gomaxprocs_threads.
 var changesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "agritrade_gomaxprocs_changes_total",
-	Help: "Changes of GOMAXPROCS by the governor (runtime.adaptive_procs), by reason: cpu and latency raise it, idle lowers it.",
+	Help: "Changes of GOMAXPROCS by the governor (runtime.adaptive_procs), by reason: cpu, latency, heavy and parallel raise it, idle lowers it.",
 }, []string{"reason"})
 
 // Collectors answers the governor's metrics for the server's registry.
