@@ -24,7 +24,7 @@ func startWriteback(f *os.File, off, n int64) error {
 	}
 	var werr error
 	if err := rc.Control(func(fd uintptr) {
-		werr = unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE) //nolint:gosec // a descriptor fits an int
+		werr = unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE)
 	}); err != nil {
 		return err
 	}

@@ -210,7 +210,7 @@ func (l *Law) busy(w time.Duration, share float64) bool {
 // heavyFloor of a core or more.
 func (l *Law) heavy(w time.Duration) bool {
 	cpu, span, reqs := l.sum(w)
-	return reqs > 0 && cpu > time.Duration(reqs)*cheapRequest && float64(cpu) >= heavyFloor*float64(span)
+	return reqs > 0 && float64(cpu) > float64(reqs)*float64(cheapRequest) && float64(cpu) >= heavyFloor*float64(span)
 }
 
 // waitedBehindWork tells whether goroutines waited slowWait or more for a

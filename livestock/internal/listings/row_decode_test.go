@@ -98,7 +98,7 @@ func TestRowListing_DecodersAgree(t *testing.T) {
 func FuzzRowListing(f *testing.F) {
 	f.Add("Hill \"Mule\" ewes", "CA12 4AB", "swaledale", "organic", 137.41, 54.597285, -2.990421)
 	f.Add("\\u0000 <>& \u2028 🐑", "", "", "\xff\xfe", 1e-7, -89.999999, 179.999999)
-	f.Add("", "\x00", "\"", "\\", 9007199254740993.0, 0.1, -0.0)
+	f.Add("", "\x00", "\"", "\\", 9007199254740993.0, 0.1, math.Copysign(0, -1)) // a negative zero
 	f.Fuzz(func(t *testing.T, text, postcode, breed, tag string, amount, lat, lon float64) {
 		for _, v := range []float64{amount, lat, lon} {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
