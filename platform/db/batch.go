@@ -100,8 +100,9 @@ type writeGate struct {
 	file          dbFile // synced before the checkpoint that holds the gate
 
 	// commits and writes count the COMMITs and the InTx transactions in them,
-	// checkpoints the checkpoints beside the writers.
-	commits, writes, checkpoints atomic.Uint64
+	// checkpoints the checkpoints beside the writers, truncates the WAL
+	// files cut back while idle.
+	commits, writes, checkpoints, truncates atomic.Uint64
 }
 
 // takeConn answers db's write connection, taking one from the pool (its

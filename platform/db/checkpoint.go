@@ -2,7 +2,12 @@ package db
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -68,8 +73,25 @@ import (
 const checkpointFrames = 4000
 
 // restartFrames is the WAL size, in pages, past which it is started afresh
-// (about 64 MB at 4 KiB pages). journal_size_limit truncates the file then.
+// (about 64 MB at 4 KiB pages).
 const restartFrames = 4 * checkpointFrames
+
+// walKeepBytes is how large the WAL file may stay once the writes stop:
+// twice the size it starts afresh at. Under a burst the checkpoints beside
+// the writers fall behind and the file grows (to 500 MB in workload C's
+// closed-loop rounds); it is cut back while idle (truncateIdle), not in a
+// COMMIT: SQLite's journal_size_limit truncates the file in the first COMMIT
+// after the WAL starts afresh, holding the write lock, and on the benchmark's
+// VM freeing 300 MB took 100 to 200 ms, which every writer waited for (C at a
+// fixed rate after its closed-loop rounds: p99 30 to 90 ms, the truncate the
+// longest wait in a trace). A variable for the tests.
+var walKeepBytes int64 = 2 * restartFrames * 4096
+
+// walTruncateWait is how long the idle truncate waits for readers to leave
+// the WAL (its busy timeout) while it holds the write gate: a long read, a
+// CSV export, keeps its snapshot, and the truncate then waits for the next
+// idle moment rather than hold the writers up.
+const walTruncateWait = 100 * time.Millisecond
 
 // sqliteAutoCheckpoint is SQLite's default wal_autocheckpoint, which the
 // pool's connections keep (their writes are few and outside InTx) and a write
@@ -144,7 +166,62 @@ func (w *writeGate) checkpointIdle(db *bun.DB) {
 	if _, err := walCheckpoint(context.Background(), db); err == nil {
 		w.checkpoints.Add(1)
 	}
+	w.truncateIdle(db)
 }
+
+// truncateIdle cuts the WAL file to nothing when the writes have stopped and
+// it is larger than walKeepBytes (see there), holding the write gate: a
+// writer that comes meanwhile waits at the gate, as behind any checkpoint.
+// TRUNCATE copies what is left, waits for readers to leave the WAL (at most
+// walTruncateWait) and truncates; busy, it leaves the file for the next
+// idle moment.
+func (w *writeGate) truncateIdle(db *bun.DB) {
+	if w.file.path == "" {
+		return
+	}
+	if fi, err := os.Stat(w.file.path + "-wal"); err != nil || fi.Size() <= walKeepBytes {
+		return
+	}
+	ctx := context.Background()
+	if err := w.acquire(ctx); err != nil {
+		return
+	}
+	defer w.release()
+	w.flush() // a batch handed over with the gate commits first
+	if err := walTruncate(ctx, db); err == nil {
+		w.checkpoints.Add(1)
+		w.lastFrames = 0
+		w.truncates.Add(1)
+	}
+}
+
+// walTruncate runs a TRUNCATE checkpoint on a connection of db's pool with a
+// busy timeout of walTruncateWait, then gives the connection its own back.
+func walTruncate(ctx context.Context, db *bun.DB) error {
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", walTruncateWait.Milliseconds())); err != nil {
+		return err
+	}
+	var busy, frames, done int
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
+	if _, rerr := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout.Milliseconds())); rerr != nil {
+		// A connection left with the short timeout would fail writers that
+		// should have waited: it leaves the pool.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return rerr
+	}
+	if err == nil && busy != 0 {
+		err = errWALBusy
+	}
+	return err
+}
+
+// errWALBusy: a TRUNCATE checkpoint found readers in the WAL.
+var errWALBusy = errors.New("sqlite: the WAL is in use")
 
 // dbFile is the database file of a gate's checkpoints (filesync_*.go).
 type dbFile struct {

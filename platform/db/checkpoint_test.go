@@ -129,3 +129,96 @@ func TestCheckpoint_AnIdleGateCopiesTheWALBack(t *testing.T) {
 		t.Fatalf("%d checkpoints after the writes stopped, want 1 (the idle one)", c)
 	}
 }
+
+// growWAL writes blobs through InTx until the WAL file holds more than
+// walKeepBytes, and answers how many rows it wrote.
+func growWAL(t *testing.T, bdb *bun.DB, wal string) int {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := bdb.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS blobs (n INTEGER PRIMARY KEY, b BLOB NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := bdb.QueryRowContext(ctx, "SELECT count(*) FROM blobs").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	blob := make([]byte, 6000)
+	for start := n; ; n++ {
+		if fi, err := os.Stat(wal); err == nil && fi.Size() > walKeepBytes {
+			return n - start
+		}
+		if err := InTx(ctx, bdb, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO blobs (n, b) VALUES (?, ?)", n, blob)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCheckpoint_AnIdleGateCutsALargeWALBack: a WAL file grown past
+// walKeepBytes is truncated once the writes stop, by the gate, not in a
+// writer's COMMIT; every row stays, and writes go on afterwards.
+func TestCheckpoint_AnIdleGateCutsALargeWALBack(t *testing.T) {
+	defer func(keep int64) { walKeepBytes = keep }(walKeepBytes)
+	walKeepBytes = 512 << 10
+	bdb, w := openGated(t)
+	ctx := context.Background()
+	wal := sqliteFile(ctx, bdb) + "-wal"
+	written := growWAL(t, bdb, wal)
+	for deadline := time.Now().Add(writeConnIdle + 10*time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if fi, err := os.Stat(wal); err == nil && fi.Size() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the WAL file is not cut back %s after the writes stopped", writeConnIdle+10*time.Second)
+		}
+	}
+	if n := w.truncates.Load(); n != 1 {
+		t.Fatalf("%d truncates, want 1", n)
+	}
+	if again := growWAL(t, bdb, wal); again == 0 {
+		t.Fatal("no row written after the truncate")
+	}
+	var n int
+	if err := bdb.QueryRowContext(ctx, "SELECT count(*) FROM blobs").Scan(&n); err != nil || n <= written {
+		t.Fatalf("%d rows (%v), want more than the %d written before the truncate", n, err, written)
+	}
+}
+
+// TestCheckpoint_AReaderInTheWALPutsTheTruncateOff: a read that holds its
+// snapshot in the WAL (a long export) keeps the file; the truncate gives up
+// after walTruncateWait instead of holding the writers, and the pool's
+// connections keep their busy timeout.
+func TestCheckpoint_AReaderInTheWALPutsTheTruncateOff(t *testing.T) {
+	defer func(keep int64) { walKeepBytes = keep }(walKeepBytes)
+	walKeepBytes = 512 << 10
+	bdb, w := openGated(t)
+	ctx := context.Background()
+	wal := sqliteFile(ctx, bdb) + "-wal"
+	growWAL(t, bdb, wal)
+	reader, err := bdb.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reader.Rollback() }()
+	var n int
+	if err := reader.QueryRowContext(ctx, "SELECT count(*) FROM blobs").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	growWAL(t, bdb, wal) // past the reader's snapshot
+	time.Sleep(writeConnIdle + 2*time.Second)
+	waitCheckpoint(t, w)
+	if got := w.truncates.Load(); got != 0 {
+		t.Fatalf("%d truncates under a reader, want 0", got)
+	}
+	if fi, err := os.Stat(wal); err != nil || fi.Size() <= walKeepBytes {
+		t.Fatalf("WAL file %v (%v): cut back under a reader", fi.Size(), err)
+	}
+	for range 10 { // every connection of the pool, in turn
+		var ms int
+		if err := bdb.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&ms); err != nil || ms != int(busyTimeout.Milliseconds()) {
+			t.Fatalf("a pool connection's busy timeout: %d ms (%v), want %d", ms, err, busyTimeout.Milliseconds())
+		}
+	}
+}

@@ -88,6 +88,16 @@ func openPostgres(dsn string, o Options) *bun.DB {
 	return bun.NewDB(sqldb, pgdialect.New())
 }
 
+// busyTimeout is how long an SQLite connection waits for a lock another
+// holds before it answers SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// walSizeLimit is SQLite's journal_size_limit: the WAL file is truncated to
+// it in the first COMMIT after the WAL starts afresh. That truncate holds the
+// write lock, so it is only a bound for a process that never stops writing;
+// the gate cuts the file back while idle (truncateIdle, walKeepBytes).
+const walSizeLimit = 1 << 30
+
 // openSQLite opens the file in WAL mode with a busy timeout, so readers never
 // block the writer and concurrent writers wait instead of failing.
 func openSQLite(dsn string) (*bun.DB, error) {
@@ -106,8 +116,8 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// temp_store(MEMORY): the statement journal of a write inside a
 	// transaction (every index an INSERT touches) and sorter spills stay in
 	// memory; on disk they cost a pwrite per page, 14% of a listing create's
-	// CPU in a profile. journal_size_limit keeps the WAL file from staying at its
-	// largest size after a burst. wal_autocheckpoint stays SQLite's 1,000
+	// CPU in a profile. The WAL file is cut back after a burst while
+	// idle (truncateIdle); journal_size_limit only bounds it (walSizeLimit). wal_autocheckpoint stays SQLite's 1,000
 	// pages on the pool's connections; the write connections of InTx take
 	// none and checkpoint beside the writers instead (checkpoint.go). (At
 	// 10,000 pages a listing create cost 15% less CPU but the p99 of creates
@@ -123,8 +133,8 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// but each of the pool's connections maps the file on its own, and the
 	// kernel counts a page in RSS once per map: 100 MB of RSS became 840
 	// (a 124 MB database), which the OOM killer and RSS alerts would see.
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(ON)", "synchronous(NORMAL)",
-		"temp_store(MEMORY)", "journal_size_limit(200000000)"} {
+	for _, p := range []string{fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()), "journal_mode(WAL)", "foreign_keys(ON)", "synchronous(NORMAL)",
+		"temp_store(MEMORY)", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit)} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
