@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/uptrace/bun"
 )
 
@@ -176,6 +179,13 @@ func TestCheckpoint_AnIdleGateCutsALargeWALBack(t *testing.T) {
 	}
 	if n := w.truncates.Load(); n != 1 {
 		t.Fatalf("%d truncates, want 1", n)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(Collectors(ctx, bdb)...)
+	want := "# HELP agritrade_sqlite_wal_truncates_total WAL files cut back to nothing by an idle write gate after a burst had grown them past twice their restart size (agritrade_sqlite_wal_bytes).\n" +
+		"# TYPE agritrade_sqlite_wal_truncates_total counter\nagritrade_sqlite_wal_truncates_total 1\n"
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "agritrade_sqlite_wal_truncates_total"); err != nil {
+		t.Fatal(err)
 	}
 	if again := growWAL(t, bdb, wal); again == 0 {
 		t.Fatal("no row written after the truncate")

@@ -35,6 +35,10 @@ func Collectors(ctx context.Context, bdb *bun.DB) []prometheus.Collector {
 				Help: "WAL checkpoints run beside the SQLite writers (each copies the WAL's pages back into the database file).",
 			}, func() float64 { return float64(w.checkpoints.Load()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agritrade_sqlite_wal_truncates_total",
+				Help: "WAL files cut back to nothing by an idle write gate after a burst had grown them past twice their restart size (agritrade_sqlite_wal_bytes).",
+			}, func() float64 { return float64(w.truncates.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "agritrade_sqlite_file_syncs_total",
 				Help: "fsyncs of the SQLite database file before the checkpoint that holds the write gate, so that the writers do not wait for them (0 where SQLite's descriptors cannot be listed: that checkpoint syncs the file itself).",
 			}, func() float64 { return float64(w.file.synced.Load()) }))
