@@ -159,15 +159,23 @@ func growWAL(t *testing.T, bdb *bun.DB, wal string) int {
 	}
 }
 
+// openSmallWAL is openGated with walKeepBytes at 512 KiB for the test, and
+// the path of the WAL file.
+func openSmallWAL(t *testing.T) (*bun.DB, *writeGate, string) {
+	t.Helper()
+	keep := walKeepBytes
+	t.Cleanup(func() { walKeepBytes = keep })
+	walKeepBytes = 512 << 10
+	bdb, w := openGated(t)
+	return bdb, w, sqliteFile(context.Background(), bdb) + "-wal"
+}
+
 // TestCheckpoint_AnIdleGateCutsALargeWALBack: a WAL file grown past
 // walKeepBytes is truncated once the writes stop, by the gate, not in a
 // writer's COMMIT; every row stays, and writes go on afterwards.
 func TestCheckpoint_AnIdleGateCutsALargeWALBack(t *testing.T) {
-	defer func(keep int64) { walKeepBytes = keep }(walKeepBytes)
-	walKeepBytes = 512 << 10
-	bdb, w := openGated(t)
+	bdb, w, wal := openSmallWAL(t)
 	ctx := context.Background()
-	wal := sqliteFile(ctx, bdb) + "-wal"
 	written := growWAL(t, bdb, wal)
 	for deadline := time.Now().Add(writeConnIdle + 10*time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if fi, err := os.Stat(wal); err == nil && fi.Size() == 0 {
@@ -201,11 +209,8 @@ func TestCheckpoint_AnIdleGateCutsALargeWALBack(t *testing.T) {
 // after walTruncateWait instead of holding the writers, and the pool's
 // connections keep their busy timeout.
 func TestCheckpoint_AReaderInTheWALPutsTheTruncateOff(t *testing.T) {
-	defer func(keep int64) { walKeepBytes = keep }(walKeepBytes)
-	walKeepBytes = 512 << 10
-	bdb, w := openGated(t)
+	bdb, w, wal := openSmallWAL(t)
 	ctx := context.Background()
-	wal := sqliteFile(ctx, bdb) + "-wal"
 	growWAL(t, bdb, wal)
 	reader, err := bdb.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
