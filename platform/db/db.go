@@ -118,8 +118,9 @@ func openSQLite(dsn string) (*bun.DB, error) {
 	// memory; on disk they cost a pwrite per page, 14% of a listing create's
 	// CPU in a profile. The WAL file is cut back after a burst while idle
 	// (truncateIdle); journal_size_limit only bounds it (walSizeLimit).
-	// wal_autocheckpoint stays SQLite's 1,000 pages on the pool's connections; the write connections of InTx take
-	// none and checkpoint beside the writers instead (checkpoint.go). (At
+	// wal_autocheckpoint stays SQLite's 1,000 pages on the pool's
+	// connections; the write connections of InTx take none and checkpoint
+	// beside the writers instead (checkpoint.go). (At
 	// 10,000 pages a listing create cost 15% less CPU but the p99 of creates
 	// at a fixed rate went from 8 to 40 ms, the sync of a large checkpoint in
 	// a COMMIT; checkpoints on a timer beside the requests, every 50 to 200
