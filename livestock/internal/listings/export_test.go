@@ -91,3 +91,12 @@ func (s *Service) CreateAndMatch(ctx context.Context, l *Listing) (MatchPhases, 
 	p.Candidate, p.Filter, p.Write = t1.Sub(t0), t2.Sub(t1), time.Since(t2)
 	return p, err
 }
+
+// SetTopNMax sets the deepest page chosen in Go (topNMax) for a test: 0 has
+// every search around a point choose its page in SQL, the reference the Go
+// page is compared with. The restore function puts the value back.
+func SetTopNMax(n int) (restore func()) {
+	old := topNMax
+	topNMax = n
+	return func() { topNMax = old }
+}

@@ -93,11 +93,12 @@ func TestHaversineKm(t *testing.T) {
 	}
 }
 
-// TestInnerBoxIsWithinTheCircle: every point of the inner rectangle, its
-// corners included, passes the exact test the search applies to the others
-// (random centres, poles and antimeridian included, radii 1 m to 10,000 km),
-// and the rectangle holds most of a small circle, or it would not spare much.
-func TestInnerBoxIsWithinTheCircle(t *testing.T) {
+// TestCircleCoverAgreesWithTheExactTest: every point of an inner rectangle,
+// its corners included, is within the circle, and every point of the box in
+// a corner beyond an outer rectangle is not (random centres, poles and
+// antimeridian included, radii 1 m to 10,000 km); and for a 50 km circle the
+// comparisons settle most of the box, or they would not spare much.
+func TestCircleCoverAgreesWithTheExactTest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	used := 0
 	for i := 0; i < 20000; i++ {
@@ -109,29 +110,65 @@ func TestInnerBoxIsWithinTheCircle(t *testing.T) {
 			lat = 89 + rng.Float64()
 		}
 		km := math.Pow(10, rng.Float64()*4)
-		in, ok := innerBox(lat, lon, km)
-		if !ok {
-			continue
+		bx := boundingBox(lat, lon, km)
+		inner, outer := circleCover(lat, lon, km, bx)
+		if len(inner) > 0 {
+			used++
 		}
-		used++
-		for j := 0; j < 24; j++ {
-			plat, plon := in.MinLat+rng.Float64()*(in.MaxLat-in.MinLat), in.MinLon+rng.Float64()*(in.MaxLon-in.MinLon)
-			switch j {
-			case 0, 1, 2, 3:
-				plat, plon = []float64{in.MinLat, in.MaxLat}[j%2], []float64{in.MinLon, in.MaxLon}[j/2]
+		for _, in := range inner {
+			for j := 0; j < 24; j++ {
+				plat, plon := in.MinLat+rng.Float64()*(in.MaxLat-in.MinLat), in.MinLon+rng.Float64()*(in.MaxLon-in.MinLon)
+				switch j {
+				case 0, 1, 2, 3:
+					plat, plon = []float64{in.MinLat, in.MaxLat}[j%2], []float64{in.MinLon, in.MaxLon}[j/2]
+				}
+				if d := HaversineKm(lat, lon, plat, plon); d > km {
+					t.Fatalf("(%v, %v) in the inner rectangle %+v of (%v, %v) is %v km away, beyond %v km", plat, plon, in, lat, lon, d, km)
+				}
 			}
-			if d := HaversineKm(lat, lon, plat, plon); d > km {
-				t.Fatalf("(%v, %v) in the inner box %+v of (%v, %v) is %v km away, beyond %v km", plat, plon, in, lat, lon, d, km)
+		}
+		for _, out := range outer {
+			for j := 0; j < 24; j++ {
+				// A corner of the box beyond the rectangle, its inner corner included.
+				plat, plon := out.MaxLat+rng.Float64()*(bx.MaxLat-out.MaxLat), out.MaxLon+rng.Float64()*(bx.MaxLon-out.MaxLon)
+				if j%2 == 1 {
+					plat = out.MinLat - rng.Float64()*(out.MinLat-bx.MinLat)
+				}
+				if j%4 >= 2 {
+					plon = out.MinLon - rng.Float64()*(out.MinLon-bx.MinLon)
+				}
+				if j < 4 {
+					plat, plon = []float64{out.MaxLat, out.MinLat}[j%2], []float64{out.MaxLon, out.MinLon}[j/2]
+				}
+				if d := HaversineKm(lat, lon, plat, plon); d <= km {
+					t.Fatalf("(%v, %v) beyond the outer rectangle %+v of (%v, %v) is %v km away, within %v km", plat, plon, out, lat, lon, d, km)
+				}
 			}
 		}
 	}
 	if used < 10000 {
-		t.Fatalf("an inner box for only %d of 20000 circles", used)
+		t.Fatalf("inner rectangles for only %d of 20000 circles", used)
 	}
-	// 50 km around York: the rectangle is a good part of the circle's box.
-	in, ok := innerBox(53.96, -1.08, 50)
-	outer := boundingBox(53.96, -1.08, 50)
-	if !ok || (in.MaxLat-in.MinLat)*(in.MaxLon-in.MinLon) < 0.4*(outer.MaxLat-outer.MinLat)*(outer.MaxLon-outer.MinLon) {
-		t.Fatalf("inner box %+v (%v) of the 50 km box %+v: too small to spare the trigonometry", in, ok, outer)
+	// 50 km around York: comparisons settle most points of the box.
+	bx := boundingBox(53.96, -1.08, 50)
+	inner, outer := circleCover(53.96, -1.08, 50, bx)
+	settled := 0
+	for j := 0; j < 10000; j++ {
+		plat, plon := bx.MinLat+rng.Float64()*(bx.MaxLat-bx.MinLat), bx.MinLon+rng.Float64()*(bx.MaxLon-bx.MinLon)
+		for _, in := range inner {
+			if in.holds(plat, plon) {
+				settled++
+				break
+			}
+		}
+		for _, out := range outer {
+			if (plat < out.MinLat || plat > out.MaxLat) && (plon < out.MinLon || plon > out.MaxLon) {
+				settled++
+				break
+			}
+		}
+	}
+	if settled < 7000 {
+		t.Fatalf("comparisons settle %d of 10000 points of the 50 km box (%d inner, %d outer rectangles)", settled, len(inner), len(outer))
 	}
 }

@@ -654,15 +654,24 @@ func (s *Store) whereBound(q *bun.SelectQuery, v Viewer, f Filter, skip facet, b
 		} else {
 			rad := degree()
 			exact := []any{b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lat), b.Arg(rad), b.Arg(p.Lon), b.Arg(rad), b.Arg(withinBound(p.Km))}
-			if in, ok := innerBox(p.Lat, p.Lon, p.Km); ok {
-				// Most of the circle is its inner rectangle: a point there is
-				// kept before the trigonometry (SQLite stops an OR at its
-				// first true term), the others take the exact test.
-				q.Where("((l.lat BETWEEN ? AND ? AND l.lon BETWEEN ? AND ?) OR "+withinSQL+")",
-					append([]any{b.Arg(in.MinLat), b.Arg(in.MaxLat), b.Arg(in.MinLon), b.Arg(in.MaxLon)}, exact...)...)
-			} else {
-				q.Where(withinSQL, exact...)
+			inner, outer := circleCover(p.Lat, p.Lon, p.Km, bx)
+			// Most rows are settled by comparisons (geo.go: circleCover):
+			// kept in an inner rectangle, dropped in a corner beyond an outer
+			// one; SQLite stops an OR at its first true term and an AND at its
+			// first false one, so only the others take the exact test.
+			var sql strings.Builder
+			var args []any
+			sql.WriteString("((")
+			for _, in := range inner {
+				sql.WriteString("(l.lat BETWEEN ? AND ? AND l.lon BETWEEN ? AND ?) OR ")
+				args = append(args, b.Arg(in.MinLat), b.Arg(in.MaxLat), b.Arg(in.MinLon), b.Arg(in.MaxLon))
 			}
+			for _, out := range outer {
+				sql.WriteString("(l.lat BETWEEN ? AND ? OR l.lon BETWEEN ? AND ?) AND ")
+				args = append(args, b.Arg(out.MinLat), b.Arg(out.MaxLat), b.Arg(out.MinLon), b.Arg(out.MaxLon))
+			}
+			sql.WriteString(withinSQL + "))")
+			q.Where(sql.String(), append(args, exact...)...)
 		}
 	}
 }
@@ -741,7 +750,7 @@ func (s *Store) searchPage(v Viewer, sr Search, b *db.Binder) *bun.SelectQuery {
 		s.order(page, sr, nil)
 		return page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
 	}
-	matches := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id")
+	matches := s.IDB.NewSelect().Model((*listingRow)(nil)).ColumnExpr("l.id").ColumnExpr("l.rowid AS rid")
 	switch sr.Page.SortBy {
 	case SortDistance:
 		matches.ColumnExpr("l.lat").ColumnExpr("l.lon")
@@ -754,7 +763,7 @@ func (s *Store) searchPage(v Viewer, sr Search, b *db.Binder) *bun.SelectQuery {
 	}
 	s.whereBound(matches, v, sr.Filter, noFacet, b)
 	page := s.IDB.NewSelect().With("m", matches).TableExpr("m AS l").
-		ColumnExpr("l.id").ColumnExpr("(SELECT count(*) FROM m) AS total")
+		ColumnExpr("l.rid").ColumnExpr("(SELECT count(*) FROM m) AS total")
 	s.order(page, sr, b)
 	return page.Limit(int64(sr.Page.Limit)).Offset(int64(sr.Page.Offset))
 }
@@ -767,11 +776,18 @@ func (s *Store) searchPage(v Viewer, sr Search, b *db.Binder) *bun.SelectQuery {
 // the box and a second statement to prepare, a third of the request.
 func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, int, error) {
 	b := s.binder(sr)
+	if b != nil && sr.Page.Offset+sr.Page.Limit <= topNMax {
+		return s.searchNear(ctx, v, sr)
+	}
 	page := s.searchPage(v, sr, b)
 	var rows []listingRow
 	// b collects the values as bun writes the text, so in the order of its
 	// placeholders, whatever the order of the calls above.
-	q := s.selectListings(&rows, v, sr, b).ColumnExpr("p.total").Join("JOIN (?) AS p ON p.id = l.id", page)
+	join := "JOIN (?) AS p ON p.id = l.id"
+	if b != nil {
+		join = "JOIN (?) AS p ON l.rowid = p.rid"
+	}
+	q := s.selectListings(&rows, v, sr, b).ColumnExpr("p.total").Join(join, page)
 	s.order(q, sr, b)
 	if err := q.Conn(s.Prepared(b)).Scan(ctx); err != nil {
 		return nil, 0, err
