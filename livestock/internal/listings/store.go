@@ -736,8 +736,8 @@ func (s *Store) order(q *bun.SelectQuery, sr Search, b *db.Binder) {
 // searchPage selects the ids of a search's page, each with the number of
 // matches (total).
 //
-// With a binder (SQLite, around a point) the matches are a common table
-// expression, which SQLite materializes once since it is read twice: counted,
+// With a binder (SQLite, around a point, a page past topNMax: searchNear
+// chooses the others in Go) the matches are a common table expression, which SQLite materializes once since it is read twice: counted,
 // and sorted for the page. A window count(*) OVER () buffers every match in a
 // table of its own and deletes it again, on top of the sort (14% of a search's
 // CPU in a profile, against 18% less time for the statement this way). The
@@ -773,7 +773,10 @@ func (s *Store) searchPage(v Viewer, sr Search, b *db.Binder) *bun.SelectQuery {
 // from the index alone (filters, distance and the default order are all in the
 // search indexes), the count riding along (searchPage), then only the page's
 // rows are read. Counting apart cost a second pass over
-// the box and a second statement to prepare, a third of the request.
+// the box and a second statement to prepare, a third of the request. On
+// SQLite, a search around a point reads the matches once and chooses its
+// page in Go instead (topn.go: searchNear), unless the page is further on
+// than topNMax.
 func (s *Store) Search(ctx context.Context, v Viewer, sr Search) ([]*Listing, int, error) {
 	b := s.binder(sr)
 	if b != nil && sr.Page.Offset+sr.Page.Limit <= topNMax {
