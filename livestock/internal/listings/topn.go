@@ -114,26 +114,24 @@ func (s *Store) searchNear(ctx context.Context, v Viewer, sr Search) ([]*Listing
 		if !num {
 			k.text = string(text)
 		}
-		if top.Len() == n {
-			// Most matches lose to the worst kept on the key alone: no copy
-			// of their id.
-			c := order(&k, &top.keys[0], num, top.desc, false)
-			if c > 0 {
-				continue
-			}
-			if c == 0 {
-				if k.id = string(id); order(&k, &top.keys[0], num, top.desc, true) > 0 {
-					continue
-				}
-			}
+		if top.Len() < n {
+			k.id = string(id)
+			heap.Push(top, k)
+			continue
+		}
+		// Most matches lose to the worst kept on the key alone: their id is
+		// copied only on a tie or a win.
+		c := order(&k, &top.keys[0], num, top.desc, false)
+		if c == 0 {
+			k.id = string(id)
+			c = order(&k, &top.keys[0], num, top.desc, true)
+		}
+		if c > 0 {
+			continue
 		}
 		k.id = string(id)
-		if top.Len() == n {
-			top.keys[0] = k
-			heap.Fix(top, 0)
-		} else {
-			heap.Push(top, k)
-		}
+		top.keys[0] = k
+		heap.Fix(top, 0)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
@@ -143,14 +141,14 @@ func (s *Store) searchNear(ctx context.Context, v Viewer, sr Search) ([]*Listing
 	if sr.Page.Offset >= len(top.keys) {
 		return []*Listing{}, total, nil
 	}
-	page := top.keys[sr.Page.Offset:]
-	return s.pageRows(ctx, v, sr, page, total)
+	page, err := s.pageRows(ctx, v, sr, top.keys[sr.Page.Offset:])
+	return page, total, err
 }
 
 // pageRows reads the page's rows by row id, in the page's order. A row whose
 // id is no longer the one chosen (deleted meanwhile, its row id reused) is
 // left out.
-func (s *Store) pageRows(ctx context.Context, v Viewer, sr Search, page []pageKey, total int) ([]*Listing, int, error) {
+func (s *Store) pageRows(ctx context.Context, v Viewer, sr Search, page []pageKey) ([]*Listing, error) {
 	b := &db.Binder{}
 	rids := make([]int64, len(page))
 	at := make(map[string]int, len(page))
@@ -161,7 +159,7 @@ func (s *Store) pageRows(ctx context.Context, v Viewer, sr Search, page []pageKe
 	var rows []listingRow
 	q := s.selectListings(&rows, v, sr, b).Where("l.rowid IN (?)", db.BindList(b, rids))
 	if err := q.Conn(s.Prepared(b)).Scan(ctx); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	out := make([]*Listing, len(page))
 	for i := range rows {
@@ -171,9 +169,9 @@ func (s *Store) pageRows(ctx context.Context, v Viewer, sr Search, page []pageKe
 		}
 		l, err := rows[i].listing()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		out[j] = l
 	}
-	return slices.DeleteFunc(out, func(l *Listing) bool { return l == nil }), total, nil
+	return slices.DeleteFunc(out, func(l *Listing) bool { return l == nil }), nil
 }
