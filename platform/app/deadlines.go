@@ -39,9 +39,9 @@ import (
 //     least WriteIdleTimeout. A write's last piece takes in a remainder
 //     shorter than writeChunk (with time for its length at the same rate):
 //     split off, that tail is buffered by net/http and sent with a write
-//     syscall of its own after the handler returns: a third write for the
-//     34 KB settings document sent uncompressed, where net/http makes two of
-//     one Write (on loopback each write syscall costs several microseconds).
+//     syscall of its own after the handler returns (on loopback each write
+//     syscall costs several microseconds). A whole body of up to 64 KiB is
+//     not split at all: it goes out with its header in one write (gather.go).
 //   - connections: at most MaxConns open at once; more wait in the backlog.
 
 // writeChunk is the piece of a response each write deadline covers.
@@ -66,8 +66,8 @@ func newHTTPServer(cfg config.HTTP, h http.Handler) *http.Server {
 		ReadHeaderTimeout: header,
 		MaxHeaderBytes:    maxHeader,
 		IdleTimeout:       2 * time.Minute,
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-			return context.WithValue(ctx, connWritesKey{}, &connWrites{})
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connWritesKey{}, &connWrites{gather: gatherer(c)})
 		},
 	}
 }
@@ -84,41 +84,56 @@ func sampled(h http.Handler) http.Handler {
 // connWrites is the write deadline last set on a connection (unix ns). The
 // server is HTTP/1 only (no TLS, no h2c), so one request at a time uses it;
 // atomic all the same, for a handler's goroutine that writes after another's.
-type connWrites struct{ until atomic.Int64 }
+type connWrites struct {
+	until atomic.Int64
+	// gather is the connection as the listener accepted it, which can send a
+	// whole response in one write (gather.go); nil on another listener.
+	gather *limitedConn
+}
 
 type connWritesKey struct{}
 
 // limitListener caps the connections open at once (none when max <= 0): more
-// wait in the backlog. Its connections keep the ReadFrom of the connection
-// they wrap, because net/http hands a file to the kernel (sendfile) only
-// through the connection's ReadFrom (x/net/netutil's wrapper hides it, and
-// every download was then read into the process and written out again).
+// wait in the backlog. Every connection it accepts can gather a response
+// into one write (gather.go). Its connections keep the ReadFrom of the
+// connection they wrap, because net/http hands a file to the kernel
+// (sendfile) only through the connection's ReadFrom (x/net/netutil's wrapper
+// hides it, and every download was then read into the process and written
+// out again).
 func limitListener(ln net.Listener, max int) net.Listener {
-	if max <= 0 {
-		return ln
+	l := &limitedListener{Listener: ln, done: make(chan struct{})}
+	if max > 0 {
+		l.slots = make(chan struct{}, max)
 	}
-	return &limitedListener{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{})}
+	return l
 }
 
 type limitedListener struct {
 	net.Listener
-	slots  chan struct{} // one value per open connection
+	slots  chan struct{} // one value per open connection; nil: no limit
 	closed sync.Once
 	done   chan struct{} // closed by Close: an Accept waiting for a slot returns
 }
 
 func (l *limitedListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	if l.slots != nil {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
+		if l.slots != nil {
+			<-l.slots
+		}
 		return nil, err
 	}
-	lc := &limitedConn{Conn: c, release: func() { <-l.slots }}
+	lc := &limitedConn{Conn: c}
+	if l.slots != nil {
+		lc.release = func() { <-l.slots }
+	}
 	if _, ok := c.(io.ReaderFrom); ok {
 		return readerFromConn{lc}, nil
 	}
@@ -131,16 +146,21 @@ func (l *limitedListener) Close() error {
 	return err
 }
 
-// limitedConn gives its slot back when it is closed (once, however often).
+// limitedConn is a connection the server accepted: it gives its slot back
+// when it is closed (once, however often), and can gather a response into
+// one write (gather.go).
 type limitedConn struct {
 	net.Conn
 	released sync.Once
-	release  func()
+	release  func() // nil: no slot to give back
+	gathering
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.released.Do(c.release)
+	if c.release != nil {
+		c.released.Do(c.release)
+	}
 	return err
 }
 
@@ -221,9 +241,10 @@ func (b *progressBody) Read(p []byte) (int, error) {
 // progressWriter sets the connection's write deadline before each chunk.
 type progressWriter struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
-	idle time.Duration
-	conn *connWrites
+	rc    *http.ResponseController
+	idle  time.Duration
+	conn  *connWrites
+	wrote bool // a Write came
 }
 
 // arm makes sure the connection's write deadline leaves time for n bytes:
@@ -243,6 +264,12 @@ func (w *progressWriter) arm(n int) {
 }
 
 func (w *progressWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.wrote = true
+		if w.conn.gather != nil && wholeBody(w.Header(), len(p)) {
+			return w.writeWhole(p)
+		}
+	}
 	written := 0
 	for len(p) > 0 {
 		n := writeChunk

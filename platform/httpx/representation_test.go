@@ -2,6 +2,7 @@ package httpx_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,6 +65,49 @@ func TestWriteRepresentation_200_HeadersOfEitherForm(t *testing.T) {
 			if rec.Code != http.StatusNotModified || rec.Body.Len() != 0 || rec.Header().Get("ETag") != tc.etag {
 				t.Fatalf("Accept-Encoding %q, If-None-Match %s: %d %v", tc.accept, inm, rec.Code, rec.Header())
 			}
+		}
+	}
+}
+
+// writesRecorder records each Write with the Content-Length declared when it
+// came.
+type writesRecorder struct {
+	*httptest.ResponseRecorder
+	writes []struct {
+		n             int
+		contentLength string
+	}
+}
+
+func (w *writesRecorder) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, struct {
+		n             int
+		contentLength string
+	}{len(p), w.Header().Get("Content-Length")})
+	return w.ResponseRecorder.Write(p)
+}
+
+// TestWriteRepresentation_200_TheBodyInOneWriteOfItsLength: either form of a
+// document is written in one Write of the Content-Length already declared,
+// which the server sends with its header in one write on the connection
+// (platform/app, gather.go).
+func TestWriteRepresentation_200_TheBodyInOneWriteOfItsLength(t *testing.T) {
+	body := []byte(strings.Repeat(`{"a":"settings"}`, 2000))
+	gz := httpx.Gzip(body)
+	e := engine(func(c *gin.Context) error {
+		httpx.WriteRepresentation(c, "application/json; charset=utf-8", body, gz, httpx.StrongETag(body), "private, max-age=300")
+		return nil
+	})
+	for _, tc := range []struct {
+		accept string
+		body   []byte
+	}{{"", body}, {"gzip", gz}} {
+		req := httptest.NewRequest(http.MethodGet, "/x", nil)
+		req.Header.Set("Accept-Encoding", tc.accept)
+		w := &writesRecorder{ResponseRecorder: httptest.NewRecorder()}
+		e.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || len(w.writes) != 1 || w.writes[0].n != len(tc.body) || w.writes[0].contentLength != strconv.Itoa(len(tc.body)) {
+			t.Fatalf("Accept-Encoding %q: status %d, writes %+v; want one of %d bytes, declared", tc.accept, w.Code, w.writes, len(tc.body))
 		}
 	}
 }
