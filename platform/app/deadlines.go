@@ -153,7 +153,10 @@ type limitedConn struct {
 	net.Conn
 	released sync.Once
 	release  func() // nil: no slot to give back
-	gathering
+	// held is what was written while a response is gathered (gather.go),
+	// nil otherwise.
+	heldMu sync.Mutex
+	held   *[]byte
 }
 
 func (c *limitedConn) Close() error {

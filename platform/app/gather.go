@@ -39,12 +39,6 @@ var gatherPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// gathering is the state of a connection that may gather a response.
-type gathering struct {
-	mu   sync.Mutex
-	held *[]byte // non-nil while a response is gathered
-}
-
 // gatherer is the connection under c that can gather, or nil.
 func gatherer(c net.Conn) *limitedConn {
 	switch c := c.(type) {
@@ -92,15 +86,15 @@ func (w *progressWriter) writeWhole(p []byte) (n int, err error) {
 
 // gather starts holding what is written to the connection.
 func (c *limitedConn) gather() {
-	c.mu.Lock()
+	c.heldMu.Lock()
 	c.held = gatherPool.Get().(*[]byte)
-	c.mu.Unlock()
+	c.heldMu.Unlock()
 }
 
 // send writes what was held in one write and stops holding.
 func (c *limitedConn) send() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
 	b := c.held
 	c.held = nil
 	var err error
@@ -116,12 +110,12 @@ func (c *limitedConn) send() error {
 
 // Write holds p while a response is gathered, and writes it otherwise.
 func (c *limitedConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
+	c.heldMu.Lock()
 	if c.held == nil {
-		c.mu.Unlock()
+		c.heldMu.Unlock()
 		return c.Conn.Write(p)
 	}
 	*c.held = append(*c.held, p...)
-	c.mu.Unlock()
+	c.heldMu.Unlock()
 	return len(p), nil
 }
