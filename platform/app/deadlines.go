@@ -130,7 +130,7 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 		}
 		return nil, err
 	}
-	lc := &limitedConn{Conn: c}
+	lc := &limitedConn{Conn: c, io: socketIO(c)}
 	if l.slots != nil {
 		lc.release = func() { <-l.slots }
 	}
@@ -147,8 +147,9 @@ func (l *limitedListener) Close() error {
 }
 
 // limitedConn is a connection the server accepted: it gives its slot back
-// when it is closed (once, however often), and can gather a response into
-// one write (gather.go).
+// when it is closed (once, however often), can gather a response into one
+// write (gather.go), and reads and writes a TCP socket without the
+// scheduler's system-call hand-off (rawio_linux.go).
 type limitedConn struct {
 	net.Conn
 	released sync.Once
@@ -157,7 +158,11 @@ type limitedConn struct {
 	// nil otherwise.
 	heldMu sync.Mutex
 	held   *[]byte
+	// io reads and writes the connection (rawio_linux.go).
+	io io.ReadWriter
 }
+
+func (c *limitedConn) Read(p []byte) (int, error) { return c.io.Read(p) }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()

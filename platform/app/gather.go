@@ -99,7 +99,7 @@ func (c *limitedConn) send() error {
 	c.held = nil
 	var err error
 	if len(*b) > 0 {
-		_, err = c.Conn.Write(*b)
+		_, err = c.io.Write(*b)
 	}
 	if cap(*b) <= 4*gatherMax {
 		*b = (*b)[:0]
@@ -113,7 +113,7 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 	c.heldMu.Lock()
 	if c.held == nil {
 		c.heldMu.Unlock()
-		return c.Conn.Write(p)
+		return c.io.Write(p)
 	}
 	*c.held = append(*c.held, p...)
 	c.heldMu.Unlock()
