@@ -141,8 +141,8 @@ func TestSyncingWriter_500_AWritebackErrorIsAnswered(t *testing.T) {
 }
 
 // TestStartWriteback_200_AFileOnDisk: the write-back of a range of a real
-// file starts (sync_file_range on Linux, fsync elsewhere), and a closed file
-// is an error.
+// file starts and its data is synced (sync_file_range and fdatasync on Linux,
+// fsync elsewhere), and a closed file is an error.
 func TestStartWriteback_200_AFileOnDisk(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
