@@ -52,28 +52,46 @@ func socketIO(c net.Conn) io.ReadWriter {
 	}
 	s := &rawSocket{conn: c, rc: rc}
 	// Bound once: a method value made at each call would be an allocation.
-	s.readFn, s.writeFn = s.readOnce, s.writeAll
+	s.read.fn, s.write.fn = s.readOnce, s.writeAll
 	return s
 }
 
-// rawSocket reads and writes a TCP connection with raw system calls. The
-// callbacks handed to the RawConn take their buffer and leave their result
-// in the fields of their direction, one call at a time per direction.
+// rawSocket reads and writes a TCP connection with raw system calls.
 type rawSocket struct {
-	conn net.Conn
-	rc   syscall.RawConn
+	conn        net.Conn
+	rc          syscall.RawConn
+	read, write rawCall
+}
 
-	readMu sync.Mutex
-	rbuf   []byte
-	rn     int
-	rerr   error
-	readFn func(fd uintptr) bool
+// rawCall is one direction of a rawSocket: the callback handed to the
+// RawConn (readOnce, writeAll) takes its buffer here and leaves its result,
+// one call at a time.
+type rawCall struct {
+	mu  sync.Mutex
+	buf []byte
+	n   int
+	err error
+	fn  func(fd uintptr) bool
+}
 
-	writeMu sync.Mutex
-	wbuf    []byte
-	wn      int
-	werr    error
-	writeFn func(fd uintptr) bool
+// run calls fn over p until it is done, waiting on rc's poller for the
+// socket to be ready (readable, or writable when write is set).
+func (c *rawCall) run(rc syscall.RawConn, p []byte, write bool) (int, error) {
+	c.mu.Lock()
+	c.buf, c.n, c.err = p, 0, nil
+	var err error
+	if write {
+		err = rc.Write(c.fn)
+	} else {
+		err = rc.Read(c.fn)
+	}
+	n := c.n
+	if err == nil {
+		err = c.err
+	}
+	c.buf = nil
+	c.mu.Unlock()
+	return n, err
 }
 
 func (s *rawSocket) Read(p []byte) (int, error) {
@@ -83,15 +101,7 @@ func (s *rawSocket) Read(p []byte) (int, error) {
 	if len(p) > rawMax {
 		return s.conn.Read(p)
 	}
-	s.readMu.Lock()
-	s.rbuf, s.rn, s.rerr = p, 0, nil
-	err := s.rc.Read(s.readFn)
-	n, rerr := s.rn, s.rerr
-	s.rbuf = nil
-	s.readMu.Unlock()
-	if err == nil {
-		err = rerr
-	}
+	n, err := s.read.run(s.rc, p, false)
 	if err == nil || errors.Is(err, io.EOF) { // io.EOF itself: the rest is the system call's
 		return n, err
 	}
@@ -103,19 +113,19 @@ func (s *rawSocket) readOnce(fd uintptr) bool {
 	for {
 		// The buffer's address for read(2): the caller holds the slice for
 		// the call, and Go's heap does not move.
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.rbuf[0])), uintptr(len(s.rbuf)))
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.read.buf[0])), uintptr(len(s.read.buf)))
 		switch e {
 		case 0:
-			s.rn = int(n)
+			s.read.n = int(n)
 			if n == 0 {
-				s.rerr = io.EOF
+				s.read.err = io.EOF
 			}
 			return true
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false
 		default:
-			s.rerr = os.NewSyscallError("read", e)
+			s.read.err = os.NewSyscallError("read", e)
 			return true
 		}
 	}
@@ -128,35 +138,28 @@ func (s *rawSocket) Write(p []byte) (int, error) {
 	if len(p) > rawMax {
 		return s.conn.Write(p)
 	}
-	s.writeMu.Lock()
-	s.wbuf, s.wn, s.werr = p, 0, nil
-	err := s.rc.Write(s.writeFn)
-	n, werr := s.wn, s.werr
-	s.wbuf = nil
-	s.writeMu.Unlock()
-	if err == nil {
-		err = werr
+	n, err := s.write.run(s.rc, p, true)
+	if err != nil {
+		err = s.opError("write", err)
 	}
-	if err == nil {
-		return n, nil
-	}
-	return n, s.opError("write", err)
+	return n, err
 }
 
 // writeAll writes what is left of the buffer; false: the socket is full,
 // wait until it takes more.
 func (s *rawSocket) writeAll(fd uintptr) bool {
-	for s.wn < len(s.wbuf) {
-		rest := s.wbuf[s.wn:]
+	w := &s.write
+	for w.n < len(w.buf) {
+		rest := w.buf[w.n:]
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
 		switch e {
 		case 0:
-			s.wn += int(n)
+			w.n += int(n)
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false
 		default:
-			s.werr = os.NewSyscallError("write", e)
+			w.err = os.NewSyscallError("write", e)
 			return true
 		}
 	}
