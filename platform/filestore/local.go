@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unsafe"
 )
 
 // tmpDir is the folder of uploads in progress inside the local root. It is on
@@ -24,6 +25,10 @@ type writerOnly struct{ io.Writer }
 // write-back (syncingWriter).
 const syncEvery = 2 << 20
 
+// directBlock is the alignment direct I/O asks of a write's memory, length
+// and file offset (the logical block size of any disk, 4 KiB at most).
+const directBlock = 4096
+
 // syncingWriter writes an upload to its file and, each time syncEvery more
 // bytes are written, starts writing those to the disk in the background
 // (startWriteback, one at a time). The disk then takes the file while the
@@ -33,20 +38,105 @@ const syncEvery = 2 << 20
 // is kept and answered by wait (on Linux an fsync error is reported once, so
 // a later Sync may not see it again). It hides os.File's ReadFrom, so that
 // io.CopyBuffer uses the buffer (or the body's WriteTo).
+//
+// Where the file system takes it, the upload is written with O_DIRECT
+// (direct): on the benchmark's VM (ext4 on a virtual disk) the page cache's
+// write-back made a 50 MiB file durable at 330 to 410 MB/s, whatever the
+// size of the ranges started, while the same bytes written direct and
+// fdatasynced took 1.5 to 2.2 GB/s, so a durable upload ran at the disk's
+// write-back speed, below what the network brings. Direct writes need whole
+// blocks from aligned memory: the body's chunks (WriteTo) are, and any other
+// write is gathered in stage first; the last partial block goes through the
+// page cache (finish). The background start then reads each range back into
+// the page cache (readBack).
 type syncingWriter struct {
 	f *os.File
-	// start starts the write-back of a range of f: startWriteback, or a
-	// test's recorder.
+	// start starts the write-back of a range of f: startWriteback, readBack
+	// when direct, or a test's recorder.
 	start   func(f *os.File, off, n int64) error
+	direct  bool
+	stage   []byte        // direct: the bytes of a block not yet whole, in aligned memory
 	written int64         // bytes written to f
 	pending int64         // of which not yet handed to start
 	running chan struct{} // closed when the background start ends; nil before the first
 	err     error         // the background starts' first error, read after running is closed
 }
 
-func newSyncingWriter(f *os.File) *syncingWriter { return &syncingWriter{f: f, start: startWriteback} }
+func newSyncingWriter(f *os.File) *syncingWriter {
+	if setDirect(f, true) == nil {
+		return &syncingWriter{f: f, start: readBack, direct: true}
+	}
+	return &syncingWriter{f: f, start: startWriteback}
+}
 
 func (w *syncingWriter) Write(p []byte) (int, error) {
+	if !w.direct {
+		return w.put(p)
+	}
+	done := 0
+	for done < len(p) {
+		rest := p[done:]
+		if len(w.stage) == 0 && len(rest) >= directBlock && isAligned(rest) {
+			n, err := w.put(rest[:len(rest)&^(directBlock-1)])
+			done += n
+			if err != nil {
+				return done, err
+			}
+			continue
+		}
+		if w.stage == nil {
+			w.stage = alignedBuffer(copyBufferSize)[:0]
+		}
+		n := copy(w.stage[len(w.stage):cap(w.stage)], rest)
+		w.stage = w.stage[:len(w.stage)+n]
+		done += n
+		if len(w.stage) == cap(w.stage) {
+			if _, err := w.put(w.stage); err != nil {
+				return done, err
+			}
+			w.stage = w.stage[:0]
+		}
+	}
+	return len(p), nil
+}
+
+// finish ends the writes: what stage holds goes to the file (flushStage;
+// the final Sync writes a partial block back), the background start is
+// waited for, and, direct, what was written since is read back too. The
+// writer takes no write after.
+func (w *syncingWriter) finish() error {
+	err := w.flushStage()
+	if werr := w.wait(); err == nil {
+		err = werr
+	}
+	if err == nil && w.direct && w.pending > 0 {
+		err = w.start(w.f, w.written-w.pending, w.pending)
+		w.pending = 0
+	}
+	return err
+}
+
+// flushStage writes what stage holds: the whole blocks direct, then, with
+// O_DIRECT off, the rest.
+func (w *syncingWriter) flushStage() error {
+	if len(w.stage) == 0 {
+		return nil
+	}
+	whole := len(w.stage) &^ (directBlock - 1)
+	if _, err := w.put(w.stage[:whole]); err != nil {
+		return err
+	}
+	if err := setDirect(w.f, false); err != nil {
+		return err
+	}
+	_, err := w.put(w.stage[whole:])
+	w.stage = w.stage[:0]
+	return err
+}
+
+// put writes p to f and starts the write-back of what was written since the
+// last start once that is syncEvery or more and no start is running.
+func (w *syncingWriter) put(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.written += int64(n)
 	w.pending += int64(n)
@@ -84,6 +174,18 @@ func (w *syncingWriter) wait() error {
 		<-w.running
 	}
 	return w.err
+}
+
+// alignedBuffer answers n bytes starting at a multiple of directBlock.
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+directBlock)
+	skip := (directBlock - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directBlock)) % directBlock
+	return b[skip : skip+n : skip+n]
+}
+
+// isAligned tells whether p starts at a multiple of directBlock.
+func isAligned(p []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(p)))%directBlock == 0
 }
 
 // Local keeps objects as files under a root directory.
@@ -171,14 +273,16 @@ func (l *Local) Put(_ context.Context, key string, r io.Reader) (n int64, err er
 		}
 	}()
 	// Each read of the body is written as soon as it arrives, never held
-	// back in a buffer: the file's modification time then shows that the
-	// upload is alive, which is what keeps the sweeper off it (SweepAge).
+	// back in a buffer (written direct, a chunk of the body's pipeline waits
+	// only for its last partial block, kept for the end): the file's
+	// modification time then shows that the upload is alive, which is what
+	// keeps the sweeper off it (SweepAge).
 	// (os.File's ReadFrom did the same behind the bufio.Writer this
 	// replaces; this says so instead of relying on it.)
 	w := newSyncingWriter(f)
 	n, err = io.CopyBuffer(w, r, make([]byte, copyBufferSize))
-	if serr := w.wait(); err == nil {
-		err = serr
+	if ferr := w.finish(); err == nil {
+		err = ferr
 	}
 	if err != nil {
 		return n, err

@@ -341,7 +341,7 @@ func (u *uploadReader) WriteTo(w io.Writer) (int64, error) {
 	toHash := make(chan []byte, readChunks)
 	free := make(chan []byte, readChunks)
 	for range readChunks {
-		free <- make([]byte, readAhead)
+		free <- alignedBuffer(readAhead) // whole blocks a direct write takes as they are
 	}
 	stop := make(chan struct{})
 	hashed := make(chan struct{})
