@@ -52,9 +52,10 @@ const directBlock = 4096
 type syncingWriter struct {
 	f *os.File
 	// start starts the write-back of a range of f: startWriteback, readBack
-	// when direct, or a test's recorder.
+	// (through back) when direct, or a test's recorder.
 	start   func(f *os.File, off, n int64) error
 	direct  bool
+	back    *os.File      // direct: f opened again without O_DIRECT, for readBack; finish closes it
 	stage   []byte        // direct: the bytes of a block not yet whole, in aligned memory
 	written int64         // bytes written to f
 	pending int64         // of which not yet handed to start
@@ -63,8 +64,12 @@ type syncingWriter struct {
 }
 
 func newSyncingWriter(f *os.File) *syncingWriter {
-	if setDirect(f, true) == nil {
-		return &syncingWriter{f: f, start: readBack, direct: true}
+	if back, err := os.Open(f.Name()); err == nil {
+		if setDirect(f, true) == nil {
+			start := func(f *os.File, off, n int64) error { return readBack(f, back, off, n) }
+			return &syncingWriter{f: f, start: start, direct: true, back: back}
+		}
+		_ = back.Close()
 	}
 	return &syncingWriter{f: f, start: startWriteback}
 }
@@ -105,6 +110,9 @@ func (w *syncingWriter) Write(p []byte) (int, error) {
 // waited for, and, direct, what was written since is read back too. The
 // writer takes no write after.
 func (w *syncingWriter) finish() error {
+	if w.back != nil {
+		defer func() { _ = w.back.Close() }()
+	}
 	err := w.flushStage()
 	if werr := w.wait(); err == nil {
 		err = werr

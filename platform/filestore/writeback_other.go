@@ -12,7 +12,7 @@ import (
 func startWriteback(f *os.File, _, _ int64) error { return f.Sync() }
 
 // readBack is never called here: setDirect always fails.
-func readBack(f *os.File, _, _ int64) error { return f.Sync() }
+func readBack(f, _ *os.File, _, _ int64) error { return f.Sync() }
 
 // setDirect: direct I/O through F_SETFL is Linux's; uploads are written
 // through the page cache elsewhere.
