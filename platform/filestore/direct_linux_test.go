@@ -73,7 +73,7 @@ func TestSyncingWriter_200_DirectWritesHoldEveryByte(t *testing.T) {
 				}
 				off += n
 			}
-			if err := w.finish(); err != nil {
+			if err := w.finish(false); err != nil {
 				t.Fatal(err)
 			}
 			if w.written != int64(size) {

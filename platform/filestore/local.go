@@ -107,17 +107,21 @@ func (w *syncingWriter) Write(p []byte) (int, error) {
 
 // finish ends the writes: what stage holds goes to the file (flushStage;
 // the final Sync writes a partial block back), the background start is
-// waited for, and, direct, what was written since is read back too. The
-// writer takes no write after.
-func (w *syncingWriter) finish() error {
+// waited for, and, direct, what was written since is read back too. After a
+// failed copy (failed) it only waits: the file is removed, so nothing more
+// is written or read back. The writer takes no write after.
+func (w *syncingWriter) finish(failed bool) error {
 	if w.back != nil {
 		defer func() { _ = w.back.Close() }()
 	}
-	err := w.flushStage()
+	var err error
+	if !failed {
+		err = w.flushStage()
+	}
 	if werr := w.wait(); err == nil {
 		err = werr
 	}
-	if err == nil && w.direct && w.pending > 0 {
+	if err == nil && !failed && w.direct && w.pending > 0 {
 		err = w.start(w.f, w.written-w.pending, w.pending)
 		w.pending = 0
 	}
@@ -289,7 +293,7 @@ func (l *Local) Put(_ context.Context, key string, r io.Reader) (n int64, err er
 	// replaces; this says so instead of relying on it.)
 	w := newSyncingWriter(f)
 	n, err = io.CopyBuffer(w, r, make([]byte, copyBufferSize))
-	if ferr := w.finish(); err == nil {
+	if ferr := w.finish(err != nil); err == nil {
 		err = ferr
 	}
 	if err != nil {
